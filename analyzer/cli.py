@@ -1,0 +1,157 @@
+"""Command-line wiring only: options to library calls, exit codes, printing.
+
+Exit codes: 0 done; 1 the check found problems (signatures check, eval below --min-accuracy);
+2 bad usage or input that cannot be analyzed at all (a missing run dir).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from analyzer import __version__
+
+FORMATS = ("text", "json", "markdown")
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    click.echo(f"wrote {output}", err=True)
+
+
+def _refuse_inside(run_dir: Path, output: Path | None) -> None:
+    if output is None:
+        return
+    try:
+        output.resolve().relative_to(run_dir.resolve())
+    except ValueError:
+        return
+    raise click.UsageError(f"-o {output}: postmortem never writes inside the run dir; choose another place")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="postmortem")
+def main() -> None:
+    """Why did this distributed GPU training job die?"""
+
+
+@main.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report to this file.")
+@click.option("--follow-symlinks", is_flag=True, help="Follow symlinks that lead out of the run dir.")
+@click.option("--core-timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may spend on one core.")
+@click.option("--no-redact", is_flag=True, help="Keep secrets (tokens, passwords) seen in logs in the report.")
+@click.option("--color/--no-color", default=None, help="Color in the terminal report (default: when a terminal).")
+def analyze(run_dir: Path, fmt: str, output: Path | None, follow_symlinks: bool, core_timeout: float, no_redact: bool,
+            color: bool | None) -> None:
+    """Name the root cause of the failed job that left RUN_DIR."""
+    from analyzer.pipeline import Options
+    from analyzer.pipeline import analyze as run
+    from analyzer.report import render
+    from analyzer.sources.discover import RunDirError
+
+    _refuse_inside(run_dir, output)
+    try:
+        report = run(run_dir, Options(follow_symlinks=follow_symlinks, core_timeout=core_timeout, redact=not no_redact))
+    except RunDirError as exc:
+        click.echo(f"postmortem: {exc}", err=True)
+        sys.exit(2)
+    use_color = (sys.stdout.isatty() if color is None else color) and output is None
+    _write(render(report, fmt, color=use_color), output)
+
+
+PARSE_KINDS = ("auto", "python_traceback", "torchelastic", "faulthandler", "nccl", "dmesg", "gdb")
+_ALIASES = {"traceback": "python_traceback", "python": "python_traceback", "gdb_backtrace": "gdb", "kernel": "dmesg"}
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(PARSE_KINDS + tuple(_ALIASES)))
+@click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+def parse(kind: str, file: Path) -> None:
+    """Print the parsed events of one FILE as JSON (KIND: a grammar name, or auto)."""
+    from analyzer.parse.dump import dump_file
+
+    kind = _ALIASES.get(kind, kind)
+    try:
+        data = dump_file(kind, file)
+    except ValueError as exc:
+        click.echo(f"postmortem: {exc}", err=True)
+        sys.exit(2)
+    click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str))
+
+
+@main.group()
+def signatures() -> None:
+    """The signature database."""
+
+
+@signatures.command("list")
+@click.option("--category", help="Only this category.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def signatures_list(category: str | None, fmt: str) -> None:
+    """List every signature: id, category, role, confidence, title."""
+    from analyzer.signatures.loader import database
+
+    sigs = [s for s in database() if category is None or s.category.value == category]
+    if fmt == "json":
+        click.echo(json.dumps([{"id": s.id, "category": s.category.value, "subcategory": s.subcategory, "role": s.role.value,
+                                "confidence": s.confidence, "title": s.title, "file": s.file} for s in sigs], indent=2))
+        return
+    for s in sigs:
+        click.echo(f"{s.id:<48} {s.category.value:<17} {s.role.value:<11} {s.confidence:.2f}  {s.title}")
+    click.echo(f"{len(sigs)} signatures", err=True)
+
+
+@signatures.command("show")
+@click.argument("sig_id")
+def signatures_show(sig_id: str) -> None:
+    """Print one signature's file."""
+    from analyzer.paths import signatures_dir
+    from analyzer.signatures.loader import database
+
+    for s in database():
+        if s.id == sig_id:
+            click.echo((signatures_dir().parent / s.file).read_text(encoding="utf-8"), nl=False)
+            return
+    click.echo(f"postmortem: no signature {sig_id!r} (see `postmortem signatures list`)", err=True)
+    sys.exit(2)
+
+
+@signatures.command("check")
+@click.option("--dir", "root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Another signature dir.")
+def signatures_check(root: Path | None) -> None:
+    """Validate every signature and run its inline tests; print every problem with file and line."""
+    from analyzer.signatures.check import check_all
+
+    problems, count = check_all(root)
+    for p in problems:
+        click.echo(str(p))
+    click.echo(f"{count} signatures, {len(problems)} problem(s)", err=True)
+    sys.exit(1 if problems else 0)
+
+
+@main.command("eval")
+@click.argument("corpus_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--min-accuracy", type=float, default=None, help="Exit 1 when accuracy is below this (0..1).")
+def evaluate(corpus_dir: Path, fmt: str, min_accuracy: float | None) -> None:
+    """Accuracy, per-category precision/recall and a confusion matrix on labeled cases."""
+    from analyzer.classify.evaluate import evaluate as run
+    from analyzer.classify.evaluate import render_text
+
+    result = run(corpus_dir)
+    click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True) if fmt == "json" else render_text(result), nl=False)
+    if min_accuracy is not None and result.accuracy() < min_accuracy:
+        sys.exit(1)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,162 @@
+"""From the files of a run dir to events: scan each file once, parse what the scan marked.
+
+Every problem with a file becomes a note on its `sources` entry and the analysis goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from functools import cache
+
+from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind
+from analyzer.parse import torchelastic
+from analyzer.parse.base import Region
+from analyzer.parse.prefix import split_prefix
+from analyzer.parse.registry import parsers, region_parser, triggers
+from analyzer.scan import Pattern, Scanner
+from analyzer.scan.scanner import Hit
+from analyzer.signatures.loader import Signature
+from analyzer.sources.discover import SourceFile
+from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
+
+SIGNATURE_OWNER = "signatures"
+WHOLE_FILE_LIMIT = 16 << 20
+
+
+@dataclass
+class Ingested:
+    events: list[Event] = field(default_factory=list)
+    sources: list[SourceInfo] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def build_scanner(signatures: Iterable[Signature]) -> Scanner:
+    patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case) for stem, t in triggers()]
+    seen: set[tuple[str, bool]] = set()
+    for sig in signatures:
+        for regex, icase in sig.line_patterns:
+            if (regex, icase) not in seen:
+                seen.add((regex, icase))
+                patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
+    return Scanner(patterns)
+
+
+@cache
+def _owner_order() -> dict[str, int]:
+    return {stem: i for i, stem in enumerate(parsers())}
+
+
+def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | None, kind: SourceKind) -> list[Event]:
+    """Parse what the scan marked in one file; every event carries the source kind."""
+    events: list[Event] = []
+    order = _owner_order()
+    covered: set[int] = set()  # lines already inside a parsed block
+    for hit in hits:
+        owners = sorted((o for o in hit.owners if o in order), key=order.__getitem__)
+        parsed_here: list[Event] = []
+        for owner in owners:
+            if hit.line_no in covered and owner in ("python_traceback", "faulthandler"):
+                break
+            region = Region(file, hit.line_no, tuple(hit.lines), owner, rank, host)
+            try:
+                produced = region_parser(owner)(region)
+            except Exception as exc:  # a parser bug must not stop the analysis
+                produced = [Event(EventKind.UNPARSED, Location(file, hit.line_no), hit.lines[0], hit.lines[0].strip(),
+                                  rank=rank, host=host, fields={"note": f"{owner} parser failed: {type(exc).__name__}: {exc}"})]
+            if produced:
+                parsed_here = produced
+                for ev in produced:
+                    if ev.end_line and ev.kind in (EventKind.TRACEBACK, EventKind.FAULTHANDLER):
+                        covered.update(range(hit.line_no + 1, ev.end_line + 1))
+                break
+        if not parsed_here and SIGNATURE_OWNER in hit.owners or (parsed_here and all(e.kind == EventKind.UNPARSED for e in parsed_here) and SIGNATURE_OWNER in hit.owners):
+            p = split_prefix(hit.lines[0])
+            line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
+            parsed_here = [Event(EventKind.LINE, Location(file, hit.line_no), hit.lines[0], p.message.strip(),
+                                 rank=line_rank, host=p.host or host, pid=p.pid, time_text=p.time_text)]
+        for ev in parsed_here:
+            ev.fields.setdefault("source_kind", str(kind))
+        events.extend(parsed_here)
+    return events
+
+
+def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
+    try:
+        result = scanner.scan(iter_chunks(src.path, src.compression))
+        status, note = "parsed", ""
+    except ReadProblem as exc:
+        result = None
+        status, note = "error", str(exc)
+    if result is None:
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, status, note, src.rank, src.host))
+        return
+    notes = []
+    if result.dropped:
+        notes.append(f"{result.dropped} more interesting lines not parsed (limit reached)")
+    if result.long_lines:
+        notes.append(f"{result.long_lines} very long line(s) cut at 64 KiB")
+    events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
+    out.events.extend(events)
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, result.lines, status, "; ".join(notes), src.rank, src.host))
+
+
+def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
+    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
+    events = torchelastic.parse_error_json(text, src.rel, src.rank, src.host)
+    for ev in events:
+        ev.fields["source_kind"] = str(src.kind)
+    out.events.extend(events)
+    bad = any(e.kind == EventKind.UNPARSED for e in events)
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, text.count("\n") + 1, "error" if bad else "parsed",
+                                  "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""), src.rank, src.host))
+
+
+def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
+    try:
+        from analyzer.sources import coredump
+    except ImportError:
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "skipped", "core analysis not available", src.rank, src.host))
+        return
+    try:
+        info = coredump.analyze_core(src.path, timeout=core_timeout)
+    except Exception as exc:  # CoreError and anything gdb did
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host))
+        out.warnings.append(f"{src.rel}: core not analyzed: {exc}")
+        return
+    events = coredump.core_events(info, src.rel)
+    events = [replace(e, rank=e.rank if e.rank is not None else src.rank, host=e.host or src.host) for e in events]
+    for ev in events:
+        ev.fields["source_kind"] = str(src.kind)
+    out.events.extend(events)
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "parsed", "", src.rank, src.host))
+
+
+_CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
+
+
+def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0) -> Ingested:
+    out = Ingested()
+    for src in sources:
+        if src.status in ("skipped", "error"):
+            note = src.note
+            if src.status == "skipped" and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
+                note = "named like a core dump but not an ELF core file"
+                out.warnings.append(f"{src.rel}: {note}")
+            out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))
+            continue
+        if src.kind is SourceKind.CORE_DUMP:
+            ingest_core(src, out, core_timeout)
+        elif src.kind is SourceKind.ELASTIC_ERROR:
+            ingest_elastic_error(src, out)
+        else:
+            ingest_text_file(src, scanner, out)
+    return out
+
+
+def events_from_text(text: str, scanner: Scanner, file: str = "<text>") -> list[Event]:
+    """The events of a snippet, exactly as a file with this text would give them."""
+    data = text.encode("utf-8")
+    result = scanner.scan([data if data.endswith(b"\n") else data + b"\n"])
+    return events_from_hits(result.hits, file, None, None, SourceKind.TRAINING_LOG)

@@ -1,0 +1,262 @@
+"""The data model shared by every stage: frozen dataclasses and closed vocabularies.
+
+This package imports nothing else from the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Category(StrEnum):
+    SHM = "shm"
+    P2P = "p2p"
+    OOM_CASCADE = "oom_cascade"
+    VERSION_MISMATCH = "version_mismatch"
+    HARDWARE_XID = "hardware_xid"
+    NETWORK = "network"
+    HANG = "hang"
+    STORAGE = "storage"
+    USER_CODE = "user_code"
+    SCHEDULER = "scheduler"
+    UNKNOWN = "unknown"
+
+
+MAIN_CATEGORIES = (
+    Category.SHM,
+    Category.P2P,
+    Category.OOM_CASCADE,
+    Category.VERSION_MISMATCH,
+    Category.HARDWARE_XID,
+)
+
+
+class Role(StrEnum):
+    ROOT_CAUSE = "root_cause"
+    SYMPTOM = "symptom"
+    CONTEXT = "context"
+
+
+class Scope(StrEnum):
+    LINE = "line"
+    RANK = "rank"
+    HOST = "host"
+    JOB = "job"
+
+
+class SourceKind(StrEnum):
+    TRAINING_LOG = "training_log"
+    NCCL_LOG = "nccl_log"
+    KERNEL_LOG = "kernel_log"
+    GDB_BACKTRACE = "gdb_backtrace"
+    FAULTHANDLER = "faulthandler"
+    ELASTIC_ERROR = "elastic_error"
+    CORE_DUMP = "core_dump"
+    OTHER = "other"
+
+
+class EventKind(StrEnum):
+    """What a parsed event is. Signatures may select on it (field `kind`)."""
+
+    LINE = "line"  # an interesting line with no finer structure
+    UNPARSED = "unparsed"  # a block the grammars could not parse; text kept
+    TRACEBACK = "traceback"  # a Python traceback (message = last exception line)
+    ELASTIC_FAILURE = "elastic_failure"  # one row of a torchelastic ChildFailedError summary
+    LAUNCHER_EXIT = "launcher_exit"  # torchrun / deepspeed launcher: a child exited with a code
+    SIGNAL = "signal"  # a process received or died of a signal
+    FAULTHANDLER = "faulthandler"  # a Python faulthandler dump
+    NCCL = "nccl"  # a line of NCCL_DEBUG output
+    WATCHDOG = "watchdog"  # ProcessGroupNCCL watchdog / collective timeout
+    KERNEL = "kernel"  # a kernel log record
+    XID = "xid"  # an NVRM Xid record
+    OOM_KILL = "oom_kill"  # the kernel OOM killer killed a process
+    OOPS = "oops"  # a kernel oops / BUG / call trace
+    BACKTRACE = "backtrace"  # a gdb backtrace
+    CORE = "core"  # what gdb found in a core dump
+    VERSION = "version"  # a version banner (NCCL, CUDA, torch, driver)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One stack frame; Python, gdb and kernel frames share this shape."""
+
+    function: str | None = None
+    file: str | None = None
+    line: int | None = None
+    library: str | None = None
+    address: str | None = None
+    index: int | None = None
+    reliable: bool = True
+    source: str | None = None  # the source text line shown under a Python frame
+
+
+@dataclass(frozen=True, slots=True)
+class PyException:
+    type: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PyTraceback:
+    """A Python traceback. Frames are innermost first (as gdb and satyr order them)."""
+
+    exception: PyException
+    frames: tuple[Frame, ...]
+    chained: tuple[PyTraceback, ...] = ()  # earlier tracebacks of the chain ("During handling...")
+    chain_kind: str | None = None  # "cause" | "context" for the link to the previous one
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    number: int | None
+    lwp: int | None
+    frames: tuple[Frame, ...]
+    tid: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Backtrace:
+    """A native backtrace (gdb text or a core read through gdb)."""
+
+    threads: tuple[Thread, ...]
+    crash_thread: int | None = None  # index into threads
+    signal: str | None = None
+    executable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where an event comes from: file relative to the run dir, 1-based line."""
+
+    file: str
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: EventKind
+    loc: Location
+    text: str  # the raw text (first line of a block), prefixes kept
+    message: str = ""  # the text without rank/host/time prefixes
+    rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    time: float | None = None  # seconds since the epoch (UTC) when known
+    time_text: str | None = None
+    time_approx: bool = False
+    fields: dict[str, Any] = field(default_factory=dict)  # kind-specific, read by signatures
+    end_line: int | None = None  # last line of a block
+
+    def get(self, name: str) -> Any:
+        """A field by name, as signatures see it."""
+        if name in ("message", "text", "kind", "rank", "host", "pid"):
+            value = getattr(self, name)
+            return str(value) if name == "kind" else value
+        if name == "file":
+            return self.loc.file
+        return self.fields.get(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A signature that matched an event."""
+
+    signature: str
+    title: str
+    category: Category
+    subcategory: str
+    role: Role
+    confidence: float
+    summary: str
+    event: Event
+    remediation: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    file: str
+    kind: SourceKind
+    bytes: int
+    lines: int | None
+    status: str  # parsed | skipped | error
+    note: str = ""
+    rank: int | None = None
+    host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FirstFailure:
+    rank: int | None = None
+    host: str | None = None
+    time: float | None = None
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alternative:
+    category: Category
+    subcategory: str | None
+    confidence: float
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeEntry:
+    ranks: tuple[int, ...]
+    host: str | None
+    time: float | None
+    what: str
+    caused_by: str
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    category: Category
+    subcategory: str | None
+    confidence: float
+    title: str
+    explanation: str
+    first_failure: FirstFailure
+    remediation: tuple[str, ...]
+    signatures: tuple[str, ...]
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceItem:
+    file: str
+    line: int | None
+    text: str
+    signature: str | None
+    role: Role
+    rank: int | None
+    host: str | None
+    time: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    time: float | None
+    host: str | None
+    rank: int | None
+    kind: str
+    summary: str
+    file: str
+    line: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    run_dir: str
+    verdict: Verdict
+    alternatives: tuple[Alternative, ...]
+    cascade: tuple[CascadeEntry, ...]
+    evidence: tuple[EvidenceItem, ...]
+    timeline: tuple[TimelineEntry, ...]
+    sources: tuple[SourceInfo, ...]
+    missing_evidence: tuple[str, ...]
+    warnings: tuple[str, ...]
+    tool_version: str = "0"

@@ -1,0 +1,93 @@
+"""Signature conditions (grammars/condition.lark) turned into a small expression tree."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lark import Token, Transformer
+from lark.exceptions import LarkError
+
+from analyzer.parse._lark import load_parser
+
+
+@dataclass(frozen=True, slots=True)
+class Cond:
+    op: str  # sel | not | and | or | one | all
+    name: str = ""
+    args: tuple[Cond, ...] = ()
+
+    def evaluate(self, test: Callable[[str], bool], names: list[str]) -> bool:
+        if self.op == "sel":
+            return test(self.name)
+        if self.op == "not":
+            return not self.args[0].evaluate(test, names)
+        if self.op == "and":
+            return all(a.evaluate(test, names) for a in self.args)
+        if self.op == "or":
+            return any(a.evaluate(test, names) for a in self.args)
+        chosen = [n for n in names if self.name == "them" or fnmatch.fnmatchcase(n, self.name)]
+        if self.op == "one":
+            return any(test(n) for n in chosen)
+        return bool(chosen) and all(test(n) for n in chosen)
+
+    def positive_names(self, names: list[str], negated: bool = False) -> set[str]:
+        """Selections that must match for the condition to hold (not under a `not`)."""
+        if self.op == "sel":
+            return set() if negated else {self.name}
+        if self.op == "not":
+            return self.args[0].positive_names(names, not negated)
+        if self.op in ("one", "all"):
+            if negated:
+                return set()
+            return {n for n in names if self.name == "them" or fnmatch.fnmatchcase(n, self.name)}
+        out: set[str] = set()
+        for a in self.args:
+            out |= a.positive_names(names, negated)
+        return out
+
+    def referenced(self) -> set[str]:
+        if self.op == "sel":
+            return {self.name}
+        out: set[str] = set()
+        for a in self.args:
+            out |= a.referenced()
+        return out
+
+
+class _ToCond(Transformer[Token, Cond]):
+    def selection(self, items: list[Token]) -> Cond:
+        return Cond("sel", str(items[0]))
+
+    def negation(self, items: list[object]) -> Cond:
+        arg = items[-1]
+        assert isinstance(arg, Cond)
+        return Cond("not", args=(arg,))
+
+    def or_expr(self, items: list[object]) -> Cond:
+        return Cond("or", args=tuple(i for i in items if isinstance(i, Cond)))
+
+    def and_expr(self, items: list[object]) -> Cond:
+        return Cond("and", args=tuple(i for i in items if isinstance(i, Cond)))
+
+    def one_of(self, items: list[Token]) -> Cond:
+        return Cond("one", str(items[1]))
+
+    def all_of(self, items: list[Token]) -> Cond:
+        return Cond("all", str(items[1]))
+
+
+class ConditionError(ValueError):
+    pass
+
+
+def parse_condition(text: str) -> Cond:
+    try:
+        tree = load_parser("condition").parse(text)
+    except LarkError as exc:
+        raise ConditionError(f"condition {text!r} does not parse: {str(exc).splitlines()[0]}") from exc
+    result = _ToCond().transform(tree)
+    if isinstance(result, Token):  # a bare name
+        return Cond("sel", str(result))
+    return result

@@ -1,0 +1,257 @@
+"""Python tracebacks in logs: cut out of the surrounding lines, then parsed with Lark.
+
+The cutting is line work (which lines belong to the traceback, across other ranks' interleaved
+lines); the structure of what was cut is the grammar's (grammars/python_traceback.lark).
+Frames come out innermost first, the order gdb and satyr use.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lark import Token, Transformer
+from lark.exceptions import LarkError
+
+from analyzer.model import Event, EventKind, Frame, Location, PyException, PyTraceback
+from analyzer.parse._lark import load_parser
+from analyzer.parse.base import Region, Trigger, unparsed
+from analyzer.parse.prefix import Prefix, split_prefix
+
+TRIGGERS = (
+    Trigger(r"Traceback \(most recent call last\):", block=400),
+    Trigger(r"^\s*File \"[^\"]+\", line \d+\s*$", block=6),  # a SyntaxError without a header
+)
+
+_HEADER = "Traceback (most recent call last):"
+_LINKS = (
+    "The above exception was the direct cause of the following exception:",
+    "During handling of the above exception, another exception occurred:",
+)
+_FRAME = re.compile(r'^\s+File "([^"]*)", line (\d+)(?:, in (.*))?\s*$')
+_EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+_EXC_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Iteration|Timeout)$")
+MAX_CONTINUATION = 8
+
+
+def _key(p: Prefix) -> tuple[object, ...]:
+    return (p.rank, p.local_rank, p.host)
+
+
+def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
+    """The lines of the traceback chain that starts at lines[0], its last index in `lines`.
+
+    Lines of other ranks (another prefix) in between are passed over.
+    """
+    first = split_prefix(lines[0])
+    key = _key(first)
+    out: list[str] = []
+    prefixes: list[Prefix] = []
+    state = "frames"
+    last = 0
+    blank_run = 0
+    continuation = 0
+    for i, raw in enumerate(lines):
+        p = split_prefix(raw)
+        if i and _key(p) != key and (p.rank, p.local_rank) != (None, None):
+            continue  # another rank's line
+        msg = p.message
+        stripped = msg.strip()
+        if not stripped:
+            blank_run += 1
+            if blank_run > 2:
+                break
+            continue
+        after_blank, blank_run = blank_run > 0, 0
+        if state == "exception":
+            if stripped in _LINKS:
+                state = "link"
+            elif not after_blank and continuation < MAX_CONTINUATION and _continues(msg):
+                out[-1] = out[-1] + "\n" + msg
+                continuation += 1
+                last = i
+                continue
+            else:
+                break
+        if state == "link":
+            if stripped in _LINKS:
+                out.append(stripped)
+                prefixes.append(p)
+                last = i
+                continue
+            if stripped == _HEADER:
+                state = "frames"
+            else:
+                break
+        if stripped == _HEADER:
+            out.append(_HEADER)
+        elif _FRAME.match(msg):
+            out.append(msg)
+        elif msg[:1] in (" ", "\t"):
+            if not out:
+                break
+            out.append(msg)
+        elif _EXC.match(stripped) and out:
+            out.append(stripped)
+            state = "exception"
+            continuation = 0
+        else:
+            if out and out[-1] == _HEADER:
+                continue  # a log line between the header and the first frame
+            break
+        prefixes.append(p)
+        last = i
+    return out, last, prefixes
+
+
+def _continues(msg: str) -> bool:
+    """A line that continues a multi-line exception message (not a new log record)."""
+    if msg.startswith((" ", "\t")):
+        return True
+    if re.match(r"^(?:\[|\d{4}-|[IWEF]\d{4} |\w+:\d+:\d+ \[|Traceback)", msg):
+        return False
+    if _EXC.match(msg) and _EXC_NAME.search(msg.split(":", 1)[0]):
+        return False
+    return bool(re.match(r"^(?:CUDA|For debugging|Compile with|Tried to|If reserved|See documentation|Of the allocated|Including non-PyTorch|Process \d+ has|This error|HINT|Exception raised from)", msg))
+
+
+class _ToModel(Transformer[Token, list[PyTraceback]]):
+    def start(self, items: list[object]) -> list[PyTraceback]:
+        chain: list[PyTraceback] = []
+        link: str | None = None
+        for item in items:
+            if isinstance(item, str):
+                link = item
+            elif isinstance(item, PyTraceback):
+                if chain:
+                    item = PyTraceback(item.exception, item.frames, tuple(chain), link)
+                chain = [item]
+        return chain
+
+    def link(self, items: list[Token]) -> str:
+        return "cause" if "direct cause" in str(items[0]) else "context"
+
+    def header(self, items: list[Token]) -> None:
+        return None
+
+    def traceback(self, items: list[object]) -> PyTraceback:
+        frames = [i for i in items if isinstance(i, Frame)]
+        exc = next(i for i in items if isinstance(i, PyException))
+        return PyTraceback(exc, tuple(reversed(frames)))
+
+    def frame(self, items: list[object]) -> Frame:
+        m = _FRAME.match(str(items[0]))
+        assert m is not None
+        code = [str(i) for i in items[1:] if isinstance(i, str)]
+        source = next((c.strip() for c in code if c.strip() and not set(c.strip()) <= set("^~ ")), None)
+        func = m.group(3).strip() if m.group(3) else None
+        return Frame(function=func, file=m.group(1), line=int(m.group(2)), source=source)
+
+    def code(self, items: list[Token]) -> str:
+        return str(items[0])
+
+    def exception(self, items: list[Token]) -> PyException:
+        text = str(items[0])
+        m = _EXC.match(text.split("\n", 1)[0])
+        assert m is not None
+        message = (m.group(2) or "").strip()
+        rest = text.split("\n", 1)[1:] if "\n" in text else []
+        if rest:
+            message = (message + "\n" + rest[0]).strip()
+        return PyException(m.group(1), message)
+
+
+def parse_lines(lines: list[str]) -> PyTraceback | None:
+    """Parse the cut lines of one chain; None when the grammar rejects them."""
+    # continuation lines of the message travel inside the exception line's token
+    text = "\n".join(line.replace("\n", "\x00") for line in lines) + "\n"
+    try:
+        tree = load_parser("python_traceback").parse(text)
+    except LarkError:
+        return None
+    chain = _ToModel().transform(tree)
+    if not chain:
+        return None
+    return _unmask(chain[0])
+
+
+def _unmask(tb: PyTraceback) -> PyTraceback:
+    exc = PyException(tb.exception.type, tb.exception.message.replace("\x00", "\n"))
+    return PyTraceback(exc, tb.frames, tuple(_unmask(c) for c in tb.chained), tb.chain_kind)
+
+
+def parse_text(text: str) -> list[PyTraceback]:
+    """Every traceback chain in a text (for `postmortem parse python_traceback`)."""
+    lines = text.splitlines()
+    found: list[PyTraceback] = []
+    i = 0
+    while i < len(lines):
+        msg = split_prefix(lines[i]).message
+        if msg.strip() == _HEADER or (_FRAME.match(msg) and not _frame_before(lines, i)):
+            cut_lines, last, _ = cut(lines[i:])
+            tb = parse_lines(cut_lines) if cut_lines else None
+            if tb is not None:
+                found.append(tb)
+                i += last + 1
+                continue
+        i += 1
+    return found
+
+
+def _frame_before(lines: list[str], i: int) -> bool:
+    if i == 0:
+        return False
+    prev = split_prefix(lines[i - 1]).message
+    return bool(_FRAME.match(prev) or prev.startswith((" ", "\t")) or prev.strip() == _HEADER)
+
+
+def parse_region(region: Region) -> list[Event]:
+    lines = list(region.lines)
+    first = split_prefix(lines[0])
+    if first.message.strip() != _HEADER and not _FRAME.match(first.message):
+        return []
+    cut_lines, last, prefixes = cut(lines)
+    if not cut_lines:
+        return [unparsed(region, 0, "traceback header without frames")]
+    tb = parse_lines(cut_lines)
+    if tb is None:
+        return [unparsed(region, 0, "traceback the grammar could not parse")]
+    exc_line = region.line_no(last)
+    # find the exception line itself (the last line of the innermost traceback)
+    for i in range(last, -1, -1):
+        if split_prefix(lines[i]).message.strip().startswith(tb.exception.type):
+            exc_line = region.line_no(i)
+            break
+    message = f"{tb.exception.type}: {tb.exception.message}" if tb.exception.message else tb.exception.type
+    fields: dict[str, object] = {
+        "exception_type": tb.exception.type,
+        "exception_message": tb.exception.message,
+        "frames": [f"{f.file}:{f.line} {f.function or ''}".strip() for f in tb.frames],
+        "frame_files": [f.file for f in tb.frames if f.file],
+        "frame_functions": [f.function for f in tb.frames if f.function],
+        "chained": [f"{c.exception.type}: {c.exception.message}" for c in tb.chained],
+        "start_line": region.start,
+        "traceback": tb,
+    }
+    return [
+        Event(
+            kind=EventKind.TRACEBACK,
+            loc=Location(region.file, exc_line),
+            text=lines[0],
+            message=message,
+            rank=first.rank if first.rank is not None else (first.local_rank if first.local_rank is not None else region.source_rank),
+            host=first.host or region.source_host,
+            pid=first.pid,
+            time_text=first.time_text,
+            fields=fields,
+            end_line=region.line_no(last),
+        )
+    ]
+
+
+def to_dict(tb: PyTraceback) -> dict[str, object]:
+    return {
+        "exception": {"type": tb.exception.type, "message": tb.exception.message},
+        "frames": [{"file": f.file, "line": f.line, "function": f.function} for f in tb.frames],
+        "chained": [to_dict(c) for c in tb.chained],
+        "chain_kind": tb.chain_kind,
+    }

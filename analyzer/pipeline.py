@@ -1,0 +1,200 @@
+"""`analyze`: a run dir in, a Report out. sources -> scan -> parse -> events -> correlate ->
+signatures -> classify -> report object."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer import __version__
+from analyzer.classify.rules import decide
+from analyzer.correlate.order import cascade, finding_key, timeline
+from analyzer.events.ingest import build_scanner, ingest
+from analyzer.events.normalize import normalize
+from analyzer.model import (
+    Alternative,
+    Category,
+    EventKind,
+    EvidenceItem,
+    Finding,
+    FirstFailure,
+    Report,
+    Role,
+    SourceKind,
+    Verdict,
+)
+from analyzer.redact import redact
+from analyzer.signatures.loader import Signature, database, load_taxonomy
+from analyzer.signatures.matcher import find
+from analyzer.sources.discover import discover
+
+
+@dataclass(frozen=True)
+class Options:
+    follow_symlinks: bool = False
+    core_timeout: float = 60.0
+    redact: bool = True
+    max_evidence: int = 40
+
+
+_MASK = (
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
+    (re.compile(r"(?:/[\w.@+-]+)+"), "<path>"),
+    (re.compile(r"\d+(?:\.\d+)?"), "#"),
+)
+
+
+def normalize_text(text: str) -> str:
+    for rx, repl in _MASK:
+        text = rx.sub(repl, text)
+    return " ".join(text.split())[:200]
+
+
+def fingerprint(category: str, subcategory: str | None, findings: list[Finding]) -> str:
+    sigs = sorted({f.signature for f in findings})
+    texts = sorted({normalize_text(f.event.message) for f in findings})[:3]
+    raw = "|".join([category, subcategory or "", *sigs, *texts])
+    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
+
+
+def analyze(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None) -> Report:
+    opts = options or Options()
+    sigs = list(signatures if signatures is not None else database())
+    sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
+    scanner = build_scanner(sigs)
+    ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
+    events = normalize(ingested.events)
+    findings = sorted(find(sigs, events), key=finding_key)
+    standalone = {s.id for s in sigs if s.extra.get("standalone")}
+    context = _context(findings)
+    decision = decide(findings, standalone, context)
+    taxonomy_titles = _titles()
+
+    root = decision.root
+    if root is not None and decision.category is not Category.UNKNOWN:
+        first = FirstFailure(root.event.rank, root.event.host, root.event.time, root.event.loc.file, root.event.loc.line)
+        remediation = _remediation(decision.root_findings, sigs)
+        chain = cascade(root, findings, decision.category.value)
+        title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
+        explanation = _explain(root, decision.root_findings, chain, decision.notes)
+    else:
+        first = FirstFailure()
+        remediation = ()
+        chain = []
+        title = "Root cause unknown"
+        explanation = "; ".join(decision.notes) or "no signature explains this failure"
+    fp = fingerprint(decision.category.value, decision.subcategory, decision.root_findings[:5])
+    verdict = Verdict(
+        category=decision.category,
+        subcategory=decision.subcategory,
+        confidence=decision.confidence,
+        title=title,
+        explanation=explanation,
+        first_failure=first,
+        remediation=remediation,
+        signatures=tuple(sorted({f.signature for f in decision.root_findings})),
+        fingerprint=fp,
+    )
+    evidence = _evidence(findings, decision.root_findings, opts.max_evidence)
+    report = Report(
+        run_dir=str(run_dir),
+        verdict=verdict,
+        alternatives=tuple(Alternative(c, s, conf) for c, s, conf in decision.alternatives),
+        cascade=tuple(chain),
+        evidence=tuple(evidence),
+        timeline=tuple(timeline(events, findings)),
+        sources=tuple(ingested.sources),
+        missing_evidence=tuple(_missing(ingested.sources, events, findings, decision.category)),
+        warnings=tuple(ingested.warnings),
+        tool_version=__version__,
+    )
+    return redact(report) if opts.redact else report
+
+
+def _titles() -> dict[str, str]:
+    import yaml
+
+    from analyzer.paths import signatures_dir
+
+    load_taxonomy()
+    data = yaml.safe_load((signatures_dir() / "taxonomy.yaml").read_text(encoding="utf-8"))
+    return {k: v.get("title", k) for k, v in data["categories"].items()}
+
+
+def _context(findings: list[Finding]) -> dict[str, bool]:
+    ctx = {"core_regular_file": False, "core_dev_shm": False}
+    for f in findings:
+        if f.event.kind is EventKind.CORE:
+            ctx["core_regular_file"] |= bool(f.event.fields.get("fault_in_regular_file"))
+            ctx["core_dev_shm"] |= bool(f.event.fields.get("fault_in_dev_shm"))
+    return ctx
+
+
+def _remediation(roots: list[Finding], sigs: list[Signature]) -> tuple[str, ...]:
+    out: list[str] = []
+    for f in roots:
+        for r in f.remediation:
+            if r not in out:
+                out.append(r)
+    return tuple(out[:8])
+
+
+def _explain(root: Finding, roots: list[Finding], chain: list[object], notes: list[str]) -> str:
+    where = f"{root.event.loc.file}:{root.event.loc.line}"
+    who = f"rank {root.event.rank}" if root.event.rank is not None else "the job"
+    if root.event.host:
+        who += f" on {root.event.host}"
+    parts = [f"{root.summary} ({who}, {where})."]
+    others = len({(f.event.loc.file, f.event.loc.line) for f in roots}) - 1
+    if others > 0:
+        parts.append(f"{others} more line(s) point the same way.")
+    if chain:
+        parts.append(f"{len(chain)} kind(s) of error on other ranks or later follow from it.")
+    parts.extend(n[0].upper() + n[1:] + "." for n in notes[:3])
+    return " ".join(parts)
+
+
+def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list[EvidenceItem]:
+    root_ids = {id(f) for f in roots}
+    chosen: list[tuple[int, Finding]] = []
+    per_sig: dict[str, int] = {}
+    for f in findings:
+        role = Role.ROOT_CAUSE if id(f) in root_ids else (Role.CONTEXT if f.role is Role.CONTEXT else Role.SYMPTOM)
+        per_sig[f.signature] = per_sig.get(f.signature, 0) + 1
+        if role is not Role.ROOT_CAUSE and per_sig[f.signature] > 3:
+            continue
+        chosen.append((0 if role is Role.ROOT_CAUSE else 1 if role is Role.CONTEXT else 2, f))
+    chosen.sort(key=lambda rf: (rf[0], finding_key(rf[1])))
+    out = []
+    for rank_order, f in chosen[:limit]:
+        role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
+        e = f.event
+        out.append(EvidenceItem(e.loc.file, e.loc.line, e.text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
+    return out
+
+
+def _missing(sources: list, events: list, findings: list[Finding], category: Category) -> list[str]:
+    kinds = {s.kind for s in sources if s.status == "parsed"}
+    out: list[str] = []
+    if not sources:
+        out.append("the run dir holds no files: point postmortem at the directory the job wrote its logs to")
+        return out
+    if SourceKind.KERNEL_LOG not in kinds:
+        hosts = sorted({s.host for s in sources if s.host})
+        where = f" from host(s) {', '.join(hosts[:8])}" if hosts else ""
+        out.append(f"no kernel log{where}: save `dmesg -T` (or `journalctl -k`) of every node after a failure; it shows OOM kills, Xid and PCIe errors")
+    has_nccl = any(e.kind in (EventKind.NCCL, EventKind.VERSION) or "NCCL INFO" in e.text for e in events)
+    if not has_nccl:
+        out.append("no NCCL debug output: run with NCCL_DEBUG=INFO (and NCCL_DEBUG_FILE=nccl.%h.%p.log) to see transports, versions and bus ids")
+    sigs = {f.signature for f in findings}
+    if any("sigbus" in s or "bus_error" in s for s in sigs) and SourceKind.CORE_DUMP not in kinds:
+        out.append("a Bus error without a core: record `df -h /dev/shm` and keep the core (`ulimit -c unlimited`) to tie the SIGBUS to the file it hit")
+    if any("sigkill" in s for s in sigs) and SourceKind.KERNEL_LOG not in kinds:
+        out.append("a rank died of SIGKILL: the kernel log would say whether the OOM killer did it")
+    if not any(e.kind is EventKind.TRACEBACK for e in events) and category in (Category.UNKNOWN, Category.USER_CODE):
+        out.append("no Python traceback from the failing rank: decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record")
+    if not any(e.kind is EventKind.ELASTIC_FAILURE for e in events) and category is Category.UNKNOWN:
+        out.append("no launcher summary: keep torchrun's output (--log-dir, --tee 3) so the first failing rank is known")
+    return out

@@ -1,0 +1,32 @@
+"""Renderer registry: the `--format` choices come from here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from analyzer.model import Report
+
+
+def _json(report: Report, color: bool = False) -> str:
+    from analyzer.report.json_report import render_json
+
+    return render_json(report)
+
+
+def _text(report: Report, color: bool = False) -> str:
+    from analyzer.report.terminal import render_text
+
+    return render_text(report, color=color)
+
+
+def _markdown(report: Report, color: bool = False) -> str:
+    from analyzer.report.markdown import render_markdown
+
+    return render_markdown(report)
+
+
+RENDERERS: dict[str, Callable[..., str]] = {"text": _text, "json": _json, "markdown": _markdown}
+
+
+def render(report: Report, fmt: str, color: bool = False) -> str:
+    return RENDERERS[fmt](report, color=color)

@@ -1,0 +1,243 @@
+"""Loading and validating the signature database (signatures/<family>/<id>.yaml).
+
+Validation is a set of small checks that each collect problems (with file and line) instead of
+stopping at the first, so `postmortem signatures check` shows everything at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analyzer.model import Category, Role, Scope
+from analyzer.parse.condition import Cond, ConditionError, parse_condition
+from analyzer.paths import signatures_dir
+
+MODIFIERS = {"contains", "startswith", "endswith", "re", "equals", "exists", "all", "i", "gte", "lte"}
+REQUIRED = ("id", "title", "category", "subcategory", "role", "confidence", "detection", "summary", "tests")
+
+
+@dataclass(frozen=True, slots=True)
+class Matcher:
+    field: str
+    modifiers: frozenset[str]
+    values: tuple[Any, ...]
+    regexes: tuple[re.Pattern[str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    id: str
+    title: str
+    category: Category
+    subcategory: str
+    role: Role
+    confidence: float
+    scope: Scope
+    selections: dict[str, tuple[Matcher, ...]]
+    condition: Cond
+    summary: str
+    remediation: tuple[str, ...]
+    falsepositives: tuple[str, ...]
+    references: tuple[str, ...]
+    tests: dict[str, tuple[Any, ...]]
+    file: str
+    line_patterns: tuple[tuple[str, bool], ...]  # (regex, ignore_case) for the scan stage
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+
+@cache
+def load_taxonomy(root: Path | None = None) -> dict[str, set[str]]:
+    path = (root or signatures_dir()) / "taxonomy.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {cat: set((spec or {}).get("subcategories") or {}) for cat, spec in data["categories"].items()}
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """Line (1-based) of each top-level key, for problem messages."""
+    lines: dict[str, int] = {}
+    try:
+        node = yaml.compose(text)
+    except yaml.YAMLError:
+        return lines
+    if isinstance(node, yaml.MappingNode):
+        for key, _ in node.value:
+            lines[str(key.value)] = key.start_mark.line + 1
+    return lines
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return (value,)
+
+
+def _compile_selection(name: str, spec: Any, where: str, line: int | None, problems: list[Problem]) -> tuple[Matcher, ...]:
+    if not isinstance(spec, dict) or not spec:
+        problems.append(Problem(where, line, f"selection {name!r} must be a mapping of field|modifier: value"))
+        return ()
+    matchers = []
+    for key, value in spec.items():
+        fieldname, *mods = str(key).split("|")
+        unknown = set(mods) - MODIFIERS
+        if unknown:
+            problems.append(Problem(where, line, f"selection {name!r}: unknown modifier(s) {sorted(unknown)}"))
+        values = _as_tuple(value)
+        regexes: list[re.Pattern[str]] = []
+        if "re" in mods:
+            for v in values:
+                try:
+                    regexes.append(re.compile(str(v), re.I if "i" in mods else 0))
+                except re.error as exc:
+                    problems.append(Problem(where, line, f"selection {name!r}: regex {v!r} does not compile: {exc}"))
+        matchers.append(Matcher(fieldname, frozenset(mods), values, tuple(regexes)))
+    return tuple(matchers)
+
+
+def _line_patterns(selections: dict[str, tuple[Matcher, ...]], positive: set[str]) -> tuple[tuple[str, bool], ...]:
+    out: list[tuple[str, bool]] = []
+    for name in sorted(positive):
+        for m in selections.get(name, ()):
+            if m.field not in ("message", "text"):
+                continue
+            if "re" in m.modifiers:
+                out.extend((str(v), "i" in m.modifiers) for v in m.values)
+            elif m.modifiers & {"contains", "startswith", "endswith", "equals"} or not m.modifiers:
+                out.extend((re.escape(str(v)), True) for v in m.values)
+            break  # one line-level matcher per selection is enough to find its lines
+    return tuple(out)
+
+
+def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem]) -> Signature | None:
+    rel = path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(Problem(rel, None, f"cannot read: {exc}"))
+        return None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problems.append(Problem(rel, mark.line + 1 if mark else None, f"invalid YAML: {exc}"))
+        return None
+    if not isinstance(data, dict):
+        problems.append(Problem(rel, 1, "a signature file must hold one mapping"))
+        return None
+    lines = _key_lines(text)
+    before = len(problems)
+    for key in REQUIRED:
+        if key not in data:
+            problems.append(Problem(rel, None, f"missing required key {key!r}"))
+    if len(problems) > before:
+        return None
+    sid = str(data["id"])
+    if path.stem != sid:
+        problems.append(Problem(rel, lines.get("id"), f"id {sid!r} differs from the file name {path.stem!r}"))
+    cat = str(data["category"])
+    if cat not in taxonomy:
+        problems.append(Problem(rel, lines.get("category"), f"unknown category {cat!r}"))
+        return None
+    sub = str(data["subcategory"])
+    if sub not in taxonomy[cat]:
+        problems.append(Problem(rel, lines.get("subcategory"), f"subcategory {sub!r} is not listed under {cat!r} in taxonomy.yaml"))
+    try:
+        role = Role(str(data["role"]))
+        scope = Scope(str(data.get("scope", "line")))
+    except ValueError as exc:
+        problems.append(Problem(rel, lines.get("role"), str(exc)))
+        return None
+    conf = data["confidence"]
+    if not isinstance(conf, int | float) or not 0 < conf <= 1:
+        problems.append(Problem(rel, lines.get("confidence"), "confidence must be a number in (0, 1]"))
+        conf = 0.5
+    detection = data["detection"]
+    dline = lines.get("detection")
+    if not isinstance(detection, dict) or "condition" not in detection:
+        problems.append(Problem(rel, dline, "detection needs named selections and a condition"))
+        return None
+    selections = {
+        name: _compile_selection(name, spec, rel, dline, problems)
+        for name, spec in detection.items()
+        if name != "condition"
+    }
+    try:
+        cond = parse_condition(str(detection["condition"]))
+    except ConditionError as exc:
+        problems.append(Problem(rel, dline, str(exc)))
+        return None
+    missing = {n for n in cond.referenced() if n not in selections}
+    if missing:
+        problems.append(Problem(rel, dline, f"condition names unknown selection(s) {sorted(missing)}"))
+    tests = data.get("tests") or {}
+    if not isinstance(tests, dict) or not tests.get("match") or "no_match" not in tests:
+        problems.append(Problem(rel, lines.get("tests"), "tests need at least one `match` and a `no_match` list"))
+        tests = {"match": tests.get("match", []) if isinstance(tests, dict) else [], "no_match": []}
+    names = list(selections)
+    return Signature(
+        id=sid,
+        title=str(data["title"]),
+        category=Category(cat),
+        subcategory=sub,
+        role=role,
+        confidence=float(conf),
+        scope=scope,
+        selections=selections,
+        condition=cond,
+        summary=str(data["summary"]),
+        remediation=tuple(str(r) for r in _as_tuple(data.get("remediation"))),
+        falsepositives=tuple(str(r) for r in _as_tuple(data.get("falsepositives"))),
+        references=tuple(str(r) for r in _as_tuple(data.get("references"))),
+        tests={"match": _as_tuple(tests.get("match")), "no_match": _as_tuple(tests.get("no_match"))},
+        file=rel,
+        line_patterns=_line_patterns(selections, cond.positive_names(names)),
+        extra={k: v for k, v in data.items() if k not in REQUIRED and k not in ("scope", "remediation", "falsepositives", "references")},
+    )
+
+
+def signature_files(root: Path | None = None) -> Iterable[Path]:
+    base = root or signatures_dir()
+    return sorted(p for p in base.rglob("*.yaml") if p.parent != base)
+
+
+def load_all(root: Path | None = None) -> tuple[list[Signature], list[Problem]]:
+    base = root or signatures_dir()
+    taxonomy = load_taxonomy(base)
+    problems: list[Problem] = []
+    sigs: list[Signature] = []
+    seen: dict[str, str] = {}
+    for path in signature_files(base):
+        sig = load_file(path, base, taxonomy, problems)
+        if sig is None:
+            continue
+        if sig.id in seen:
+            problems.append(Problem(sig.file, None, f"duplicate id {sig.id!r} (also in {seen[sig.id]})"))
+            continue
+        seen[sig.id] = sig.file
+        sigs.append(sig)
+    return sigs, problems
+
+
+@cache
+def database() -> tuple[Signature, ...]:
+    """The shipped signatures (problems are reported by `signatures check`, not here)."""
+    sigs, _ = load_all()
+    return tuple(sigs)

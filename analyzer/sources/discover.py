@@ -1,0 +1,208 @@
+"""Discovery of a run dir: every file, its kind (by content first, then by name), rank and host.
+
+Nothing is ever opened for writing. Symlinks that lead out of the run dir are not followed
+unless asked; FIFOs, devices and sockets are skipped (opening a FIFO would block).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer.model import SourceKind
+from analyzer.sources.reader import compression_of, read_head
+
+_RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
+_HOST_DIR = re.compile(
+    r"^(?:node|host|worker|machine|server|gpu|dgx|compute|cn|hpc|nid)[\w.-]*\d[\w.-]*$", re.I
+)
+_ATTEMPT = re.compile(r"^attempt_\d+$")
+
+_KERNEL_LINE = re.compile(
+    rb"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]|"
+    rb"[A-Z][a-z]{2} [ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:.]+\S* \S+ kernel:)",
+    re.M,
+)
+_NCCL_LINE = re.compile(rb"\bNCCL (?:INFO|WARN|TRACE)\b")
+_GDB_LINE = re.compile(rb"^(?:#\d+\s+(?:0x[0-9a-f]+ in |[\w:<~]).*|Thread \d+ \(.*\):?)\s*$", re.M)
+_FAULTHANDLER = re.compile(rb"^(?:Fatal Python error: |Current thread 0x[0-9a-f]+ \(most recent call first\))", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    path: Path  # absolute
+    rel: str  # relative to the run dir, with forward slashes
+    kind: SourceKind
+    size: int
+    compression: str | None
+    rank: int | None
+    host: str | None
+    status: str = "pending"  # pending | skipped | error
+    note: str = ""
+
+
+class RunDirError(Exception):
+    """The run dir itself cannot be analyzed (missing, not a directory, unreadable)."""
+
+
+def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
+    """Every file under `run_dir`, sorted by relative path."""
+    if not run_dir.exists():
+        raise RunDirError(f"{run_dir}: no such directory")
+    if not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: not a directory (give the directory the job left behind)")
+    if not os.access(run_dir, os.R_OK | os.X_OK):
+        raise RunDirError(f"{run_dir}: permission denied")
+    root = run_dir.resolve()
+    found: list[SourceFile] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_symlinks, onerror=None):
+        here = Path(dirpath)
+        try:
+            st = here.stat()
+            key = (st.st_dev, st.st_ino)
+        except OSError:
+            continue
+        if key in seen_dirs:  # a symlink loop
+            dirnames[:] = []
+            continue
+        seen_dirs.add(key)
+        dirnames.sort()
+        kept = []
+        for name in dirnames:
+            sub = here / name
+            if sub.is_symlink() and not _inside(sub, root):
+                found.append(_skipped(sub, root, "symlink to a directory outside the run dir, not followed"))
+                continue
+            kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            found.append(_describe(here / name, root, follow_symlinks))
+    found.sort(key=lambda s: s.rel)
+    return found
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+        return True
+    except (ValueError, OSError, RuntimeError):
+        return False
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _skipped(path: Path, root: Path, note: str, status: str = "skipped", size: int = 0) -> SourceFile:
+    rank, host = rank_host_from_path(_rel(path, root))
+    return SourceFile(path, _rel(path, root), SourceKind.OTHER, size, None, rank, host, status, note)
+
+
+def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
+    rel = _rel(path, root)
+    if path.is_symlink():
+        try:
+            target_ok = _inside(path, root)
+        except RuntimeError:
+            return _skipped(path, root, "symlink loop")
+        if not target_ok and not follow_symlinks:
+            return _skipped(path, root, "symlink to a file outside the run dir, not followed")
+    try:
+        st = path.stat()
+    except OSError as exc:
+        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status="error")
+    if not stat.S_ISREG(st.st_mode):
+        what = "FIFO" if stat.S_ISFIFO(st.st_mode) else "special file"
+        return _skipped(path, root, f"{what}, not read")
+    if not os.access(path, os.R_OK):
+        return _skipped(path, root, "permission denied", status="error", size=st.st_size)
+    try:
+        with path.open("rb") as raw:
+            raw_head = raw.read(64)
+    except OSError as exc:
+        return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status="error", size=st.st_size)
+    if st.st_size == 0:
+        return _skipped(path, root, "empty file")
+    if rel == "case.yaml":
+        return _skipped(path, root, "corpus label file, not evidence", size=st.st_size)
+    compression = compression_of(raw_head)
+    head = read_head(path) if compression else _head(path)
+    kind = sniff(head, path.name, compression is None and raw_head)
+    rank, host = rank_host_from_path(rel)
+    note = ""
+    status = "pending"
+    if kind is SourceKind.OTHER:
+        status, note = "skipped", "binary or unrecognised content"
+    return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note)
+
+
+def _head(path: Path, size: int = 16384) -> bytes:
+    with path.open("rb") as raw:
+        return raw.read(size)
+
+
+def _is_core(head: bytes) -> bool:
+    # ELF, e_type == ET_CORE (4), either byte order
+    if not head.startswith(b"\x7fELF") or len(head) < 18:
+        return False
+    little = head[5] == 1
+    e_type = int.from_bytes(head[16:18], "little" if little else "big")
+    return e_type == 4
+
+
+def sniff(head: bytes, name: str, raw_head: bytes | bool) -> SourceKind:
+    """The kind of a file from its first bytes (decompressed), with the name as a tie-breaker."""
+    if isinstance(raw_head, bytes) and _is_core(raw_head) or _is_core(head):
+        return SourceKind.CORE_DUMP
+    if b"\x00" in head[:4096]:
+        return SourceKind.OTHER
+    sample = head[:16384]
+    text_like = sum(32 <= b < 127 or b in (9, 10, 13) or b >= 128 for b in sample[:2048])
+    if sample and text_like < 0.85 * min(len(sample), 2048):
+        return SourceKind.OTHER
+    stripped = sample.lstrip()
+    if stripped.startswith(b"{") and b'"message"' in sample:
+        try:
+            json.loads(head.decode("utf-8", "replace"))
+            return SourceKind.ELASTIC_ERROR
+        except ValueError:
+            if b"extraInfo" in sample or b"py_callstack" in sample:
+                return SourceKind.ELASTIC_ERROR
+    lines = max(1, sample.count(b"\n"))
+    lower = name.lower()
+    if _FAULTHANDLER.search(sample) and b"Traceback (most recent call last)" not in sample[:4096]:
+        if sample.lstrip().startswith((b"Fatal Python error", b"Current thread", b"Thread 0x")):
+            return SourceKind.FAULTHANDLER
+    gdb_lines = len(_GDB_LINE.findall(sample))
+    if gdb_lines >= 3 and gdb_lines >= 0.2 * lines:
+        return SourceKind.GDB_BACKTRACE
+    kernel_lines = len(_KERNEL_LINE.findall(sample))
+    if kernel_lines >= 0.5 * lines or (kernel_lines and any(k in lower for k in ("dmesg", "kern", "syslog", "journal"))):
+        return SourceKind.KERNEL_LOG
+    nccl_lines = len(_NCCL_LINE.findall(sample))
+    if nccl_lines >= 0.5 * lines or (nccl_lines and "nccl" in lower):
+        return SourceKind.NCCL_LOG
+    if lower.endswith((".bt", ".gdb")) or "backtrace" in lower:
+        return SourceKind.GDB_BACKTRACE if gdb_lines else SourceKind.TRAINING_LOG
+    return SourceKind.TRAINING_LOG
+
+
+def rank_host_from_path(rel: str) -> tuple[int | None, str | None]:
+    """Rank and host told by the path: `rank3.log`, `node7/...`, torchrun's `attempt_0/3/`."""
+    parts = rel.split("/")
+    rank: int | None = None
+    host: str | None = None
+    for i, part in enumerate(parts):
+        m = _RANK_IN_NAME.search(part)
+        if m:
+            rank = int(m.group(1))
+        elif part.isdigit() and i > 0 and _ATTEMPT.match(parts[i - 1]):
+            rank = int(part)
+        if i < len(parts) - 1 and _HOST_DIR.match(part) and not _RANK_IN_NAME.search(part):
+            host = part
+    return rank, host

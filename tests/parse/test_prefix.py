@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import pytest
+
+from analyzer.parse.prefix import split_prefix
+
+
+@pytest.mark.parametrize(
+    ("line", "rank", "local_rank", "host", "message"),
+    [
+        ("[rank3]: RuntimeError: x", 3, None, None, "RuntimeError: x"),
+        ("[default3]:Traceback (most recent call last):", None, 3, None, "Traceback (most recent call last):"),
+        ("node7: [rank1]: boom", 1, None, "node7", "boom"),
+        ("[1,3]<stderr>:Bus error (core dumped)", 3, None, None, "Bus error (core dumped)"),
+        ("  3: ImportError: foo", 3, None, None, "ImportError: foo"),
+        ("gpu-01:1234:5678 [3] NCCL INFO Bootstrap", None, None, "gpu-01", "NCCL INFO Bootstrap"),
+        ("RuntimeError: CUDA error: foo", None, None, None, "RuntimeError: CUDA error: foo"),
+        ("torch.OutOfMemoryError: CUDA out of memory.", None, None, None, "torch.OutOfMemoryError: CUDA out of memory."),
+    ],
+)
+def test_prefixes(line: str, rank: int | None, local_rank: int | None, host: str | None, message: str) -> None:
+    p = split_prefix(line)
+    assert (p.rank, p.local_rank, p.host, p.message) == (rank, local_rank, host, message)
+
+
+def test_nccl_prefix_gives_pid_and_device() -> None:
+    p = split_prefix("gpu-01:1234:5678 [3] NCCL WARN Cuda failure")
+    assert (p.pid, p.device) == (1234, 3)
+
+
+@pytest.mark.parametrize(
+    ("line", "time_text"),
+    [
+        ("2024-05-01 12:34:56,789 - INFO - loss 1.2", "2024-05-01 12:34:56,789"),
+        ("[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79", "1234.567890"),
+        ("[rank1]:[E626 06:24:44.925443925 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog", "E626 06:24:44.925443925"),
+        ("[Wed May  1 12:34:56 2024] NVRM: Xid", "Wed May  1 12:34:56 2024"),
+    ],
+)
+def test_time_prefixes(line: str, time_text: str) -> None:
+    assert split_prefix(line).time_text == time_text

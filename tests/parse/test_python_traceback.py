@@ -1,0 +1,113 @@
+"""Python tracebacks: satyr's real files and the figures satyr's own tests assert, chains,
+and tracebacks interleaved with other ranks' lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analyzer.parse.base import Region
+from analyzer.parse.python_traceback import parse_region, parse_text
+
+SATYR_FILES = ["python-01", "python-02", "python-03", "python-04", "python-05", "python-06"]
+
+
+@pytest.mark.parametrize("name", SATYR_FILES)
+def test_every_satyr_python_file_parses(shared: Path, name: str) -> None:
+    text = (shared / "external/satyr/python_stacktraces" / name).read_text()
+    tbs = parse_text(text)
+    assert len(tbs) == 1
+    assert tbs[0].frames, name
+
+
+def test_satyr_python_01_figures(shared: Path) -> None:
+    tb = parse_text((shared / "external/satyr/python_stacktraces/python-01").read_text())[0]
+    assert len(tb.frames) == 11
+    assert tb.exception.type == "AttributeError"
+    assert tb.exception.message == "'NoneType' object has no attribute 'rsplit'"
+
+
+def test_satyr_python_03_frame_order(shared: Path) -> None:
+    tb = parse_text((shared / "external/satyr/python_stacktraces/python-03").read_text())[0]
+    # innermost first, as satyr orders them
+    assert (tb.frames[0].file, tb.frames[0].function) == ("<string>", "<module>")
+    assert (tb.frames[1].file, tb.frames[1].function) == ("./test.py", "f")
+    assert tb.frames[1].line == 4
+
+
+def test_syntax_error_without_header(shared: Path) -> None:
+    tb = parse_text((shared / "external/satyr/python_stacktraces/python-04").read_text())[0]
+    assert tb.exception.type == "SyntaxError"
+    assert tb.frames[0].file == "/usr/bin/python3-mako-render"
+    assert tb.frames[0].line == 43
+    assert tb.frames[0].function is None
+
+
+# two ranks' tracebacks interleaved, as a torchrun console shows them (shape of real torchrun output)
+INTERLEAVED = """\
+[rank1]: Traceback (most recent call last):
+[rank0]: Traceback (most recent call last):
+[rank1]:   File "/work/train.py", line 88, in <module>
+[rank0]:   File "/work/train.py", line 88, in <module>
+[rank1]:     main()
+[rank0]:     main()
+[rank1]:   File "/work/train.py", line 61, in main
+[rank1]:     loss = model(batch).sum()
+[rank0]:   File "/work/train.py", line 70, in main
+[rank0]:     dist.all_reduce(t)
+[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+[rank0]: RuntimeError: NCCL communicator was aborted on rank 0.
+"""
+
+
+def test_interleaved_ranks_are_separated() -> None:
+    lines = tuple(INTERLEAVED.splitlines())
+    ev1 = parse_region(Region("console.log", 1, lines, "python_traceback"))[0]
+    ev0 = parse_region(Region("console.log", 2, lines[1:], "python_traceback"))[0]
+    assert ev1.rank == 1 and ev1.fields["exception_type"] == "torch.OutOfMemoryError"
+    assert ev1.loc.line == 11  # the exception line of rank 1
+    assert ev1.fields["frame_functions"] == ["main", "<module>"]
+    assert ev0.rank == 0 and ev0.fields["exception_type"] == "RuntimeError"
+    assert ev0.loc.line == 12
+
+
+CHAINED = """\
+Traceback (most recent call last):
+  File "a.py", line 3, in load
+    return json.load(f)
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File "a.py", line 9, in <module>
+    load()
+ValueError: bad config
+"""
+
+
+def test_chained_tracebacks() -> None:
+    (tb,) = parse_text(CHAINED)
+    assert tb.exception.type == "ValueError"
+    assert tb.chain_kind == "context"
+    assert tb.chained[0].exception.type == "json.decoder.JSONDecodeError"
+
+
+def test_multiline_message_continuation() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 1, in <module>\n'
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+        "2024-01-01 00:00:00 INFO next record\n"
+    )
+    (tb,) = parse_text(text)
+    assert tb.exception.message.startswith("CUDA error: an illegal memory access")
+    assert "asynchronously reported" in tb.exception.message
+    assert "next record" not in tb.exception.message
+
+
+def test_garbage_never_raises() -> None:
+    for text in ["Traceback (most recent call last):\n", "Traceback (most recent call last):\n\x00\x01\n", "  File \"x\", line 1\n" * 3]:
+        parse_text(text)

@@ -1,0 +1,158 @@
+"""The CLI end to end on the bundled examples, every format, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import main
+from analyzer.paths import report_schema_path
+
+from .conftest import REPO
+
+EXAMPLES = sorted(p for p in (REPO / "examples").iterdir() if p.is_dir())
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        st = p.lstat()
+        h.update(f"{p.relative_to(root)}:{st.st_mode}:{st.st_size}:{st.st_mtime_ns}".encode())
+        if p.is_file() and not p.is_symlink():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def test_three_bundled_examples() -> None:
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
+def test_examples_json_follows_the_schema_and_names_the_cause(example: Path) -> None:
+    before = tree_digest(example)
+    code, out, _ = run("analyze", str(example), "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    jsonschema.validate(data, json.loads(report_schema_path().read_text()))
+    import yaml
+
+    label = yaml.safe_load((example / "case.yaml").read_text())
+    assert data["verdict"]["category"] == label["category"]
+    assert data["verdict"]["first_failure"]["file"]
+    assert tree_digest(example) == before  # nothing written inside the run dir
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_human_formats(fmt: str) -> None:
+    code, out, _ = run("analyze", str(REPO / "examples" / "oom-cascade"), "--format", fmt)
+    assert code == 0
+    assert "oom_cascade" in out
+    if fmt == "markdown":
+        assert out.startswith("## postmortem: `oom_cascade`")
+        assert "| role | where | who | line |" in out
+
+
+def test_output_file_and_refusal_inside_run_dir(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    code, _, _ = run("analyze", str(REPO / "examples" / "oom-cascade"), "--format", "json", "-o", str(out))
+    assert code == 0 and json.loads(out.read_text())["schema_version"] == 1
+    result = CliRunner().invoke(main, ["analyze", str(REPO / "examples" / "oom-cascade"), "-o", str(REPO / "examples" / "oom-cascade" / "x.json")])
+    assert result.exit_code == 2 and "never writes inside the run dir" in result.output
+
+
+def test_missing_dir_is_a_clear_message(tmp_path: Path) -> None:
+    code, out, err = run("analyze", str(tmp_path / "nope"))
+    assert code == 2 and "no such directory" in err and "Traceback" not in err + out
+
+
+def test_empty_dir_is_unknown_with_missing_evidence(tmp_path: Path) -> None:
+    code, out, _ = run("analyze", str(tmp_path), "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["verdict"]["category"] == "unknown" and data["missing_evidence"]
+
+
+def test_bad_input_gives_notes_and_the_analysis_goes_on(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "binary.bin").write_bytes(bytes(range(256)) * 100)
+    (run_dir / "latin1.log").write_bytes("caf\xe9 \xff\xfe\n".encode("latin-1") + b"RuntimeError: DataLoader worker (pid 9) is killed by signal: Bus error.\n")
+    (run_dir / "oneline.log").write_bytes(b"z" * (50 << 20))
+    good = gzip.compress(b"line\n" * 10000)
+    (run_dir / "trunc.log.gz").write_bytes(good[: len(good) // 2])
+    (run_dir / "empty.log").write_bytes(b"")
+    unreadable = run_dir / "unreadable.log"
+    unreadable.write_text("x\n")
+    unreadable.chmod(0)
+    before = tree_digest(run_dir)
+    code, out, err = run("analyze", str(run_dir), "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    sources = {s["file"]: s for s in data["sources"]}
+    assert sources["binary.bin"]["status"] == "skipped"
+    assert sources["trunc.log.gz"]["status"] == "error" and "stopped reading" in sources["trunc.log.gz"]["note"]
+    assert sources["empty.log"]["status"] == "skipped"
+    assert sources["oneline.log"]["status"] == "parsed"
+    if os.geteuid() != 0:  # root reads everything
+        assert sources["unreadable.log"]["status"] == "error"
+    assert data["verdict"]["category"] == "shm"  # the good line in the invalid UTF-8 file still counts
+    assert tree_digest(run_dir) == before
+
+
+def test_parse_python_traceback_json(shared: Path) -> None:
+    code, out, _ = run("parse", "python_traceback", str(shared / "external/satyr/python_stacktraces/python-01"))
+    data = json.loads(out)
+    assert code == 0
+    (tb,) = data["tracebacks"]
+    assert tb["exception"] == {"type": "AttributeError", "message": "'NoneType' object has no attribute 'rsplit'"}
+    assert len(tb["frames"]) == 11 and set(tb["frames"][0]) >= {"file", "line", "function"}
+    code, out_auto, _ = run("parse", "auto", str(shared / "external/satyr/python_stacktraces/python-01"))
+    assert json.loads(out_auto)["tracebacks"][0]["exception"]["type"] == "AttributeError"
+
+
+def test_signatures_commands() -> None:
+    code, out, _ = run("signatures", "list", "--format", "json")
+    sigs = json.loads(out)
+    assert code == 0 and sigs
+    code, out, _ = run("signatures", "show", sigs[0]["id"])
+    assert code == 0 and f"id: {sigs[0]['id']}" in out
+    code, _, err = run("signatures", "show", "no.such.signature")
+    assert code == 2 and "no signature" in err
+    code, out, err = run("signatures", "check")
+    assert code == 0, out
+    assert "0 problem(s)" in err
+
+
+def test_signatures_check_reports_every_problem_with_file(tmp_path: Path) -> None:
+    root = tmp_path / "sigs"
+    (root / "shm").mkdir(parents=True)
+    (root / "taxonomy.yaml").write_text((REPO / "signatures" / "taxonomy.yaml").read_text())
+    (root / "shm" / "bad.one.yaml").write_text("id: bad.two\ntitle: t\ncategory: shm\nsubcategory: shm.nope\nrole: root_cause\n"
+                                               "confidence: 2\ndetection:\n  sel:\n    message|re: '('\n  condition: sel\n"
+                                               "summary: s\ntests:\n  match: ['x']\n  no_match: []\n")
+    (root / "shm" / "broken.yaml").write_text("id: [unclosed\n")
+    code, out, _ = run("signatures", "check", "--dir", str(root))
+    assert code == 1
+    assert "bad.one.yaml:1: id 'bad.two' differs from the file name" in out
+    assert "subcategory 'shm.nope' is not listed" in out
+    assert "confidence must be a number" in out
+    assert "does not compile" in out
+    assert "broken.yaml" in out and "invalid YAML" in out
+
+
+def test_eval_json(tmp_path: Path) -> None:
+    code, out, _ = run("eval", str(REPO / "examples"), "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["cases"] == len(EXAMPLES)
+    assert set(data) >= {"accuracy", "per_category", "confusion", "first_failure_rank_accuracy"}
