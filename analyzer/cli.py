@@ -88,6 +88,27 @@ def parse(kind: str, file: Path) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str))
 
 
+@main.command()
+@click.argument("core", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--exe", type=click.Path(path_type=Path, exists=True, dir_okay=False), help="The executable (default: found from the core's notes).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may run.")
+def core(core: Path, exe: Path | None, fmt: str, timeout: float) -> None:
+    """What gdb sees in a CORE: signal, fault address and its mapping, all threads, the crash thread."""
+    from analyzer.report.core import render_core_text
+    from analyzer.sources.coredump import CoreError, analyze_core, core_to_dict
+
+    try:
+        info = analyze_core(core, exe=exe, timeout=timeout)
+    except CoreError as exc:
+        click.echo(f"postmortem: {core}: {exc}", err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(json.dumps(core_to_dict(info), indent=2, sort_keys=True))
+    else:
+        click.echo(render_core_text(info), nl=False)
+
+
 @main.group()
 def signatures() -> None:
     """The signature database."""

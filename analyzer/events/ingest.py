@@ -52,13 +52,13 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     """Parse what the scan marked in one file; every event carries the source kind."""
     events: list[Event] = []
     order = _owner_order()
-    covered: set[int] = set()  # lines already inside a parsed block
+    covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
     for hit in hits:
-        owners = sorted((o for o in hit.owners if o in order), key=order.__getitem__)
+        owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
+        if not owners and SIGNATURE_OWNER not in hit.owners:
+            continue  # inside a block its parser already read
         parsed_here: list[Event] = []
         for owner in owners:
-            if hit.line_no in covered and owner in ("python_traceback", "faulthandler"):
-                break
             region = Region(file, hit.line_no, tuple(hit.lines), owner, rank, host)
             try:
                 produced = region_parser(owner)(region)
@@ -67,11 +67,12 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                                   rank=rank, host=host, fields={"note": f"{owner} parser failed: {type(exc).__name__}: {exc}"})]
             if produced:
                 parsed_here = produced
-                for ev in produced:
-                    if ev.end_line and ev.kind in (EventKind.TRACEBACK, EventKind.FAULTHANDLER):
-                        covered.update(range(hit.line_no + 1, ev.end_line + 1))
+                ends = [ev.end_line for ev in produced if ev.end_line]
+                if ends:
+                    covered[owner] = max(covered.get(owner, 0), *ends)
                 break
-        if not parsed_here and SIGNATURE_OWNER in hit.owners or (parsed_here and all(e.kind == EventKind.UNPARSED for e in parsed_here) and SIGNATURE_OWNER in hit.owners):
+        only_unparsed = all(e.kind == EventKind.UNPARSED for e in parsed_here)
+        if SIGNATURE_OWNER in hit.owners and only_unparsed:
             p = split_prefix(hit.lines[0])
             line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
             parsed_here = [Event(EventKind.LINE, Location(file, hit.line_no), hit.lines[0], p.message.strip(),
@@ -113,6 +114,25 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
                                   "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""), src.rank, src.host))
 
 
+def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
+    """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`)."""
+    from analyzer.parse.gdb_backtrace import parse_text
+    from analyzer.parse.gdb_event import backtrace_event
+
+    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
+    lines = text.count("\n") + 1
+    try:
+        bt = parse_text(text)
+    except Exception as exc:
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, lines, "error", f"backtrace not understood: {exc}", src.rank, src.host))
+        return
+    first = text.split("\n", 1)[0]
+    ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
+    ev.fields["source_kind"] = str(src.kind)
+    out.events.append(ev)
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host))
+
+
 def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
     try:
         from analyzer.sources import coredump
@@ -148,6 +168,8 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
             continue
         if src.kind is SourceKind.CORE_DUMP:
             ingest_core(src, out, core_timeout)
+        elif src.kind is SourceKind.GDB_BACKTRACE:
+            ingest_gdb_text(src, out)
         elif src.kind is SourceKind.ELASTIC_ERROR:
             ingest_elastic_error(src, out)
         else:

@@ -64,14 +64,10 @@ class CrashSignature:
     frames: tuple[str, ...]  # the normalized function names that make the signature
     crash_function: str | None  # the first meaningful frame's function
     crash_library: str | None  # the library (basename) of that frame, when known
-    families: tuple[
-        str, ...
-    ]  # nccl, cuda, c10d, shm, dataloader, python, libc ... (sorted)
+    families: tuple[str, ...]  # nccl, cuda, c10d, shm, dataloader, python, libc ... (sorted)
     quality: float  # 0..1: how much of the stack has symbols
     notes: tuple[str, ...]  # every decision, in order
-    thread_index: int | None = (
-        None  # the crash thread (index into the backtrace's threads)
-    )
+    thread_index: int | None = None  # the crash thread (index into the backtrace's threads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +93,7 @@ class CoreNotes:
 
     signal: int | None = None  # NT_SIGINFO si_signo (else NT_PRSTATUS pr_cursig)
     si_code: int | None = None
-    fault_address: int | None = (
-        None  # NT_SIGINFO si_addr (SIGSEGV, SIGBUS, SIGILL, SIGFPE)
-    )
+    fault_address: int | None = None  # NT_SIGINFO si_addr (SIGSEGV, SIGBUS, SIGILL, SIGFPE)
     pid: int | None = None  # the crashed thread (first NT_PRSTATUS)
     thread_count: int = 0  # NT_PRSTATUS notes
     command: str | None = None  # NT_PRPSINFO pr_psargs
@@ -123,7 +117,5 @@ class CoreInfo:
     backtrace: Backtrace
     signature: CrashSignature
     command: str | None = None
-    mappings_source: str = (
-        "gdb"  # "gdb" (info proc mappings) or "nt_file" (our own reading)
-    )
+    mappings_source: str = "gdb"  # "gdb" (info proc mappings) or "nt_file" (our own reading)
     warnings: tuple[str, ...] = ()

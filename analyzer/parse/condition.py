@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 from lark import Token, Transformer
 from lark.exceptions import LarkError
@@ -78,11 +80,17 @@ class _ToCond(Transformer[Token, Cond]):
         return Cond("all", str(items[1]))
 
 
+_NAME = re.compile(r"(?!(?:and|or|not|them)$)[A-Za-z_][A-Za-z0-9_]*")
+
+
 class ConditionError(ValueError):
     pass
 
 
+@cache
 def parse_condition(text: str) -> Cond:
+    if _NAME.fullmatch(text.strip()):
+        return Cond("sel", text.strip())
     try:
         tree = load_parser("condition").parse(text)
     except LarkError as exc:

@@ -42,6 +42,9 @@ class ScanResult:
     long_lines: int = 0
 
 
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
 def _compiles(regex: str) -> bool:
     try:
         re.compile(regex.encode("utf-8"))
@@ -62,11 +65,12 @@ class Scanner:
     """Compiled once per analysis from all declared patterns."""
 
     def __init__(self, patterns: Iterable[Pattern]) -> None:
-        self.patterns = [p for p in patterns if _compiles(p.regex)]
+        self.patterns = [p for p in patterns if _compiles(_NAMED_GROUP.sub("(?:", p.regex))]
         parts = []
         for p in self.patterns:
             flag = "(?i:" if p.ignore_case else "(?:"
-            parts.append(flag + p.regex + ")")
+            # named groups of different patterns would collide in one expression
+            parts.append(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
         joined = "|".join(parts) if parts else r"(?!x)x"
         self._any = re.compile(joined.encode("utf-8"), re.M)
         owners: dict[str, list[str]] = {}
@@ -81,7 +85,7 @@ class Scanner:
 
     def _block_of(self, owner: str, part: str) -> int:
         for p in self.patterns:
-            if p.owner == owner and part.endswith(p.regex + ")"):
+            if p.owner == owner and part.endswith(_NAMED_GROUP.sub("(?:", p.regex) + ")"):
                 return p.block
         return 0
 

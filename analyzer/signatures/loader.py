@@ -19,6 +19,8 @@ from analyzer.model import Category, Role, Scope
 from analyzer.parse.condition import Cond, ConditionError, parse_condition
 from analyzer.paths import signatures_dir
 
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 MODIFIERS = {"contains", "startswith", "endswith", "re", "equals", "exists", "all", "i", "gte", "lte"}
 REQUIRED = ("id", "title", "category", "subcategory", "role", "confidence", "detection", "summary", "tests")
 
@@ -68,6 +70,19 @@ def load_taxonomy(root: Path | None = None) -> dict[str, set[str]]:
     path = (root or signatures_dir()) / "taxonomy.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     return {cat: set((spec or {}).get("subcategories") or {}) for cat, spec in data["categories"].items()}
+
+
+class _LazyLines:
+    """Line numbers of the top-level keys, computed only when a problem needs one."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: dict[str, int] | None = None
+
+    def get(self, key: str) -> int | None:
+        if self._lines is None:
+            self._lines = _key_lines(self._text)
+        return self._lines.get(key)
 
 
 def _key_lines(text: str) -> dict[str, int]:
@@ -131,7 +146,7 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
     rel = path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(rel, None, f"cannot read: {exc}"))
         return None
@@ -142,7 +157,7 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
     if not isinstance(data, dict):
         problems.append(Problem(rel, 1, "a signature file must hold one mapping"))
         return None
-    lines = _key_lines(text)
+    lines = _LazyLines(text)
     before = len(problems)
     for key in REQUIRED:
         if key not in data:

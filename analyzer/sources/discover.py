@@ -20,6 +20,7 @@ _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d
 _HOST_DIR = re.compile(
     r"^(?:node|host|worker|machine|server|gpu|dgx|compute|cn|hpc|nid)[\w.-]*\d[\w.-]*$", re.I
 )
+LABEL_FILE = "case.yaml"
 _ATTEMPT = re.compile(r"^attempt_\d+$")
 
 _KERNEL_LINE = re.compile(
@@ -81,6 +82,8 @@ def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
             kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
+            if here == root and name == LABEL_FILE:
+                continue  # a labeled corpus case's answer, never evidence
             found.append(_describe(here / name, root, follow_symlinks))
     found.sort(key=lambda s: s.rel)
     return found
@@ -128,8 +131,6 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
         return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status="error", size=st.st_size)
     if st.st_size == 0:
         return _skipped(path, root, "empty file")
-    if rel == "case.yaml":
-        return _skipped(path, root, "corpus label file, not evidence", size=st.st_size)
     compression = compression_of(raw_head)
     head = read_head(path) if compression else _head(path)
     kind = sniff(head, path.name, compression is None and raw_head)
