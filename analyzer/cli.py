@@ -162,16 +162,56 @@ def signatures_check(root: Path | None) -> None:
 @main.command("eval")
 @click.argument("corpus_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--folds", type=int, default=5, show_default=True,
+              help="k-fold cross-validation grouped by source: the model is retrained without each fold (needs the ml extra).")
+@click.option("--no-cv", is_flag=True, help="Evaluate the shipped model as it is (its training cases included).")
+@click.option("--plot", type=click.Path(path_type=Path), help="Write a PNG of the confusion matrix and reliability curve.")
 @click.option("--min-accuracy", type=float, default=None, help="Exit 1 when accuracy is below this (0..1).")
-def evaluate(corpus_dir: Path, fmt: str, min_accuracy: float | None) -> None:
-    """Accuracy, per-category precision/recall and a confusion matrix on labeled cases."""
+def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | None, min_accuracy: float | None) -> None:
+    """Accuracy, per-category precision/recall/F1, confusion matrix and reliability on labeled cases."""
     from analyzer.classify.evaluate import evaluate as run
     from analyzer.classify.evaluate import render_text
 
-    result = run(corpus_dir)
+    if no_cv:
+        result = run(corpus_dir)
+    else:
+        try:
+            from analyzer.classify.train import cross_validate
+        except ImportError as exc:
+            click.echo(f"postmortem: cross-validation needs scikit-learn (pip install 'postmortem[ml]'), or use --no-cv: {exc}", err=True)
+            sys.exit(2)
+        result = cross_validate(corpus_dir, folds)
+    if plot is not None:
+        from analyzer.classify.plot import write_plot
+
+        write_plot(result, plot)
     click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True) if fmt == "json" else render_text(result), nl=False)
     if min_accuracy is not None and result.accuracy() < min_accuracy:
         sys.exit(1)
+
+
+@main.command()
+@click.argument("corpus_dir", type=click.Path(path_type=Path, file_okay=False, exists=True), default="corpora")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Where to write the model (default: the shipped model file).")
+@click.option("--folds", type=int, default=5, show_default=True, help="Folds for fitting the calibration.")
+def train(corpus_dir: Path, output: Path | None, folds: int) -> None:
+    """Train the classifier on labeled cases and write it as JSON (deterministic)."""
+    import time
+
+    try:
+        from analyzer.classify.train import to_json
+        from analyzer.classify.train import train as run
+    except ImportError as exc:
+        click.echo(f"postmortem: training needs scikit-learn (pip install 'postmortem[ml]'): {exc}", err=True)
+        sys.exit(2)
+    from analyzer.classify.model import MODEL_PATH
+
+    start = time.monotonic()
+    model, n = run(corpus_dir, folds)
+    target = output or MODEL_PATH
+    target.write_text(json.dumps(to_json(model), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+    click.echo(f"trained on {n} cases, {len(model.index)} features, {len(model.classes)} classes in "
+               f"{time.monotonic() - start:.1f} s; wrote {target}", err=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

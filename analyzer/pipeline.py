@@ -5,29 +5,37 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from analyzer import __version__
-from analyzer.classify.rules import decide
+from analyzer.classify.combine import combine
+from analyzer.classify.features import case_features
+from analyzer.classify.model import Model, shipped_model
+from analyzer.classify.rules import Decision, decide
 from analyzer.correlate.order import cascade, finding_key, timeline
+from analyzer.correlate.versions import version_skew_events
 from analyzer.events.ingest import build_scanner, ingest
 from analyzer.events.normalize import normalize
 from analyzer.model import (
     Alternative,
     Category,
+    Event,
     EventKind,
     EvidenceItem,
     Finding,
     FirstFailure,
     Report,
     Role,
+    SourceInfo,
     SourceKind,
     Verdict,
 )
 from analyzer.redact import redact
 from analyzer.signatures.loader import Signature, database, load_taxonomy
 from analyzer.signatures.matcher import find
+from analyzer.signatures.xid import xid_findings
 from analyzer.sources.discover import discover
 
 
@@ -59,17 +67,52 @@ def fingerprint(category: str, subcategory: str | None, findings: list[Finding])
     return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
 
 
-def analyze(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None) -> Report:
+@dataclass
+class Analysis:
+    """Everything the stages found in one run dir, before the final decision."""
+
+    run_dir: Path
+    sources: list[SourceInfo]
+    events: list[Event]
+    findings: list[Finding]
+    rule: Decision
+    warnings: list[str]
+    signatures: list[Signature]
+
+    def features(self) -> tuple[dict[str, float], Counter[str]]:
+        return case_features(self.findings, self.events, self.rule.category.value if self.rule.root else None, self.rule.confidence)
+
+
+def collect(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None) -> Analysis:
     opts = options or Options()
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     scanner = build_scanner(sigs)
     ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
     events = normalize(ingested.events)
-    findings = sorted(find(sigs, events), key=finding_key)
+    events += version_skew_events(events)
+    findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
-    context = _context(findings)
-    decision = decide(findings, standalone, context)
+    rule = decide(findings, standalone, _context(findings))
+    return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings, sigs)
+
+
+_SHIPPED = object()
+
+
+def analyze(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None,
+            model: Model | None | object = _SHIPPED) -> Report:
+    opts = options or Options()
+    a = collect(run_dir, opts, signatures)
+    chosen = shipped_model() if model is _SHIPPED else model
+    assert chosen is None or isinstance(chosen, Model)
+    structured, tokens = a.features()
+    decision = combine(a.rule, a.findings, chosen, structured, tokens)
+    return build_report(a, decision, opts)
+
+
+def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
+    run_dir, findings, events, sigs = a.run_dir, a.findings, a.events, a.signatures
     taxonomy_titles = _titles()
 
     root = decision.root
@@ -105,9 +148,9 @@ def analyze(run_dir: Path, options: Options | None = None, signatures: list[Sign
         cascade=tuple(chain),
         evidence=tuple(evidence),
         timeline=tuple(timeline(events, findings)),
-        sources=tuple(ingested.sources),
-        missing_evidence=tuple(_missing(ingested.sources, events, findings, decision.category)),
-        warnings=tuple(ingested.warnings),
+        sources=tuple(a.sources),
+        missing_evidence=tuple(_missing(a.sources, events, findings, decision.category)),
+        warnings=tuple(a.warnings),
         tool_version=__version__,
     )
     return redact(report) if opts.redact else report

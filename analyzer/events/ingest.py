@@ -22,6 +22,14 @@ from analyzer.sources.discover import SourceFile
 from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
 
 SIGNATURE_OWNER = "signatures"
+CONTEXT_OWNER = "context"
+# lines that sound like a failure although no signature names them: they feed the classifier's
+# text features and the timeline, at most CONTEXT_CAP per file
+CONTEXT_PATTERN = (
+    r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure)?|FAIL(?:ED)?|[Ff]atal|FATAL|[Ee]xception|[Kk]illed|[Aa]bort(?:ed|ing)?|"
+    r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
+)
+CONTEXT_CAP = 400
 WHOLE_FILE_LIMIT = 16 << 20
 
 
@@ -32,7 +40,20 @@ class Ingested:
     warnings: list[str] = field(default_factory=list)
 
 
+_SCANNERS: dict[tuple[tuple[tuple[str, bool], ...], ...], Scanner] = {}
+
+
 def build_scanner(signatures: Iterable[Signature]) -> Scanner:
+    """The scanner for these signatures (built once per process for the same patterns)."""
+    sigs = list(signatures)
+    key = tuple(s.line_patterns for s in sigs)
+    if key not in _SCANNERS:
+        _SCANNERS.clear()
+        _SCANNERS[key] = _build_scanner(sigs)
+    return _SCANNERS[key]
+
+
+def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
     patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case) for stem, t in triggers()]
     seen: set[tuple[str, bool]] = set()
     for sig in signatures:
@@ -40,7 +61,8 @@ def build_scanner(signatures: Iterable[Signature]) -> Scanner:
             if (regex, icase) not in seen:
                 seen.add((regex, icase))
                 patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
-    return Scanner(patterns)
+    patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
+    return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP})
 
 
 @cache
@@ -55,7 +77,8 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
     for hit in hits:
         owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
-        if not owners and SIGNATURE_OWNER not in hit.owners:
+        line_owner = SIGNATURE_OWNER in hit.owners or CONTEXT_OWNER in hit.owners
+        if not owners and not line_owner:
             continue  # inside a block its parser already read
         parsed_here: list[Event] = []
         for owner in owners:
@@ -72,11 +95,12 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                     covered[owner] = max(covered.get(owner, 0), *ends)
                 break
         only_unparsed = all(e.kind == EventKind.UNPARSED for e in parsed_here)
-        if SIGNATURE_OWNER in hit.owners and only_unparsed:
+        if line_owner and only_unparsed:
             p = split_prefix(hit.lines[0])
             line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
+            fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
             parsed_here = [Event(EventKind.LINE, Location(file, hit.line_no), hit.lines[0], p.message.strip(),
-                                 rank=line_rank, host=p.host or host, pid=p.pid, time_text=p.time_text)]
+                                 rank=line_rank, host=p.host or host, pid=p.pid, time_text=p.time_text, fields=fields)]
         for ev in parsed_here:
             ev.fields.setdefault("source_kind", str(kind))
         events.extend(parsed_here)

@@ -27,20 +27,39 @@ def normalize(events: list[Event]) -> list[Event]:
 
 
 def join_identities(events: list[Event]) -> list[Event]:
-    """Fill rank and host of events whose pid (or killed pid) another event ties to a rank."""
-    by_pid: dict[int, tuple[int | None, str | None]] = {}
+    """Fill the rank of events that another event ties to one: a pid (a launcher line, an NCCL
+    prefix, a torchelastic summary row) for `Killed process <pid>` and friends; a GPU's PCI bus
+    id (NCCL's `busId` in its init line) for an Xid or an AER record naming that GPU."""
+    by_pid: dict[tuple[str | None, int], tuple[int, str | None]] = {}
+    by_bus: dict[tuple[str | None, str], tuple[int, str | None]] = {}
     for e in events:
-        if e.pid is not None and e.rank is not None:
-            by_pid.setdefault(e.pid, (e.rank, e.host))
-    if not by_pid:
+        if e.rank is None:
+            continue
+        if e.pid is not None:
+            by_pid.setdefault((e.host, e.pid), (e.rank, e.host))
+            by_pid.setdefault((None, e.pid), (e.rank, e.host))
+        bus = e.fields.get("bus_id")
+        if isinstance(bus, str) and bus:
+            by_bus.setdefault((e.host, bus.lower()), (e.rank, e.host))
+            by_bus.setdefault((None, bus.lower()), (e.rank, e.host))
+    if not by_pid and not by_bus:
         return events
     out = []
     for e in events:
-        pid = e.fields.get("killed_pid") or (e.pid if e.rank is None else None)
-        if isinstance(pid, int) and pid in by_pid and e.rank is None:
-            rank, host = by_pid[pid]
-            fields = dict(e.fields)
-            fields["rank_from"] = f"pid {pid}"
-            e = replace(e, rank=rank, host=e.host or host, fields=fields)
+        if e.rank is None:
+            found = None
+            pid = e.fields.get("killed_pid") or e.pid
+            if isinstance(pid, int):
+                found = by_pid.get((e.host, pid)) or by_pid.get((None, pid))
+                how = f"pid {pid}"
+            pci = e.fields.get("pci")
+            if found is None and isinstance(pci, str) and pci:
+                key = pci.lower()[:12]
+                found = by_bus.get((e.host, key)) or (by_bus.get((None, key)) if e.host is None else None)
+                how = f"GPU {pci}"
+            if found is not None:
+                fields = dict(e.fields)
+                fields["rank_from"] = how
+                e = replace(e, rank=found[0], host=e.host or found[1], fields=fields)
         out.append(e)
     return out

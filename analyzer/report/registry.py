@@ -25,7 +25,13 @@ def _markdown(report: Report, color: bool = False) -> str:
     return render_markdown(report)
 
 
-RENDERERS: dict[str, Callable[..., str]] = {"text": _text, "json": _json, "markdown": _markdown}
+def _html(report: Report, color: bool = False) -> str:
+    from analyzer.report.html import render_html
+
+    return render_html(report)
+
+
+RENDERERS: dict[str, Callable[..., str]] = {"text": _text, "json": _json, "markdown": _markdown, "html": _html}
 
 
 def render(report: Report, fmt: str, color: bool = False) -> str:

@@ -64,7 +64,8 @@ def _decode(raw: bytes) -> tuple[str, bool]:
 class Scanner:
     """Compiled once per analysis from all declared patterns."""
 
-    def __init__(self, patterns: Iterable[Pattern]) -> None:
+    def __init__(self, patterns: Iterable[Pattern], caps: dict[str, int] | None = None) -> None:
+        self.caps = dict(caps or {})  # owner -> most hits kept per file (for broad, low-value patterns)
         self.patterns = [p for p in patterns if _compiles(_NAMED_GROUP.sub("(?:", p.regex))]
         parts = []
         for p in self.patterns:
@@ -73,21 +74,10 @@ class Scanner:
             parts.append(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
         joined = "|".join(parts) if parts else r"(?!x)x"
         self._any = re.compile(joined.encode("utf-8"), re.M)
-        owners: dict[str, list[str]] = {}
-        self._block: dict[str, int] = {}
+        owners: dict[str, list[tuple[re.Pattern[str], int]]] = {}
         for p, part in zip(self.patterns, parts, strict=True):
-            owners.setdefault(p.owner, []).append(part)
-            self._block[p.owner] = max(self._block.get(p.owner, 0), p.block)
-        self._owner_res = {
-            owner: [(re.compile(part), self._block_of(owner, part)) for part in ps]
-            for owner, ps in owners.items()
-        }
-
-    def _block_of(self, owner: str, part: str) -> int:
-        for p in self.patterns:
-            if p.owner == owner and part.endswith(_NAMED_GROUP.sub("(?:", p.regex) + ")"):
-                return p.block
-        return 0
+            owners.setdefault(p.owner, []).append((re.compile(part), p.block))
+        self._owner_res = owners
 
     def owners_of(self, line: str) -> tuple[tuple[str, ...], int]:
         """Which owners' patterns match this line, and the largest block they ask for."""
@@ -104,6 +94,7 @@ class Scanner:
     def scan(self, chunks: Iterable[bytes]) -> ScanResult:
         result = ScanResult()
         pending: list[Hit] = []
+        per_owner: dict[str, int] = dict.fromkeys(self.caps, 0)
         line_base = 0  # lines before the current chunk
         for chunk in chunks:
             result.bytes += len(chunk)
@@ -124,6 +115,12 @@ class Scanner:
                 text, cut = _decode(chunk[start:end])
                 result.long_lines += cut
                 owners, block = self.owners_of(text)
+                if per_owner and owners:
+                    kept = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
+                    for o in kept:
+                        if o in per_owner:
+                            per_owner[o] += 1
+                    owners = kept
                 if owners:
                     if len(result.hits) < MAX_REGIONS:
                         hit = Hit(line_no, owners, [text], block)

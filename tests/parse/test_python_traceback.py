@@ -48,13 +48,13 @@ def test_syntax_error_without_header(shared: Path) -> None:
 INTERLEAVED = """\
 [rank1]: Traceback (most recent call last):
 [rank0]: Traceback (most recent call last):
-[rank1]:   File "/work/train.py", line 88, in <module>
-[rank0]:   File "/work/train.py", line 88, in <module>
+[rank1]:   File "/job/train.py", line 88, in <module>
+[rank0]:   File "/job/train.py", line 88, in <module>
 [rank1]:     main()
 [rank0]:     main()
-[rank1]:   File "/work/train.py", line 61, in main
+[rank1]:   File "/job/train.py", line 61, in main
 [rank1]:     loss = model(batch).sum()
-[rank0]:   File "/work/train.py", line 70, in main
+[rank0]:   File "/job/train.py", line 70, in main
 [rank0]:     dist.all_reduce(t)
 [rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
 [rank0]: RuntimeError: NCCL communicator was aborted on rank 0.

@@ -1,0 +1,185 @@
+"""Training and cross-validation of the classifier (scikit-learn, imported here only).
+
+`postmortem train` analyzes every labeled case once, fits a multinomial logistic regression on
+structured + tf-idf text features, fits the calibration tables on held-out folds, and writes
+the model as plain JSON (never pickle). `postmortem eval` uses the same folds to report what the
+whole system (rules + model + calibration) does on cases it was not trained on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from analyzer.classify.combine import combine
+from analyzer.classify.evaluate import CaseResult, EvalResult, find_cases
+from analyzer.classify.model import Model, from_dict
+from analyzer.classify.rules import Decision
+from analyzer.model import Category, Finding
+
+SEED = 0
+MIN_DF = 2
+C = 4.0
+
+
+@dataclass
+class Sample:
+    case: str
+    group: str
+    label: str
+    structured: dict[str, float]
+    tokens: Counter[str]
+    rule: Decision
+    findings: list[Finding]
+    expected_rank: int | None
+    split: str
+
+
+def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
+    from analyzer.pipeline import Options, collect
+
+    samples = []
+    for case_dir in find_cases(root):
+        try:
+            label = yaml.safe_load((case_dir / "case.yaml").read_text(encoding="utf-8"))
+            category = Category(label["category"]).value
+            a = collect(case_dir, Options(core_timeout=30.0))
+        except Exception as exc:
+            if errors is not None:
+                errors.append(f"{case_dir}: {type(exc).__name__}: {exc}")
+            continue
+        prov = label.get("provenance") or {}
+        group = str(prov.get("url") or prov.get("script") or case_dir.name)
+        structured, tokens = a.features()
+        ff = label.get("first_failure") or {}
+        samples.append(Sample(case_dir.relative_to(root).as_posix() if case_dir != root else case_dir.name, group, category,
+                              structured, tokens, a.rule, a.findings, ff.get("rank"), str(label.get("split", ""))))
+    return samples
+
+
+def fit(samples: list[Sample], calibration: dict[str, list[list[float]]] | None = None) -> Model:
+    from sklearn.feature_extraction import DictVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    df: Counter[str] = Counter()
+    for s in samples:
+        df.update(set(s.tokens))
+    n = len(samples)
+    idf = {t: math.log((1 + n) / (1 + d)) + 1.0 for t, d in df.items() if d >= MIN_DF}
+    rows = [_row(s, idf) for s in samples]
+    vec = DictVectorizer(sort=True)
+    x = vec.fit_transform(rows)
+    y = [s.label for s in samples]
+    clf = LogisticRegression(C=C, max_iter=2000, class_weight="balanced", random_state=SEED)
+    clf.fit(x, y)
+    features = list(vec.get_feature_names_out())
+    classes = [str(c) for c in clf.classes_]
+    coef = clf.coef_.tolist()
+    intercept = clf.intercept_.tolist()
+    if len(classes) == 2:  # binary: sklearn keeps one row
+        coef = [[-v for v in coef[0]], coef[0]]
+        intercept = [-intercept[0], intercept[0]]
+    data = {
+        "classes": classes,
+        "features": features,
+        "idf": {t: round(v, 6) for t, v in idf.items() if t in set(features)},
+        "coef": [[round(v, 6) for v in row] for row in coef],
+        "intercept": [round(v, 6) for v in intercept],
+        "calibration": calibration or {},
+        "meta": {"cases": n, "C": C, "min_df": MIN_DF, "seed": SEED},
+    }
+    return from_dict(data)
+
+
+def _row(s: Sample, idf: dict[str, float]) -> dict[str, float]:
+    row = dict(s.structured)
+    weights = {t: c * idf[t] for t, c in s.tokens.items() if t in idf}
+    norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+    row.update({t: w / norm for t, w in weights.items()})
+    return row
+
+
+def to_json(model: Model) -> dict[str, Any]:
+    features = sorted(model.index, key=model.index.__getitem__)
+    return {"classes": list(model.classes), "features": features, "idf": model.idf, "coef": [list(r) for r in model.coef],
+            "intercept": list(model.intercept), "calibration": model.calibration, "meta": model.meta}
+
+
+def folds(samples: list[Sample], k: int) -> list[list[int]]:
+    """k groups of sample indices; samples of one group (source) never split; deterministic."""
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(samples):
+        groups.setdefault(s.group, []).append(i)
+    keys = sorted(groups)
+    random.Random(SEED).shuffle(keys)
+    keys.sort(key=lambda g: -len(groups[g]))  # big groups first, then fill the smallest fold
+    out: list[list[int]] = [[] for _ in range(k)]
+    for g in keys:
+        min(out, key=len).extend(groups[g])
+    return [sorted(f) for f in out if f]
+
+
+def _decide(model: Model, s: Sample) -> tuple[Decision, str]:
+    d = combine(s.rule, s.findings, model, s.structured, s.tokens)
+    source = "model" if any(n.startswith("the rules were unsure") for n in d.notes) else "rules"
+    return d, source
+
+
+def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:
+    """Each sample decided by a model that never saw its group: (sample, decision, source, raw)."""
+    results: list[tuple[Sample, Decision, str, float]] = []
+    for test_idx in folds(samples, k):
+        test = set(test_idx)
+        train = [s for i, s in enumerate(samples) if i not in test]
+        calibration = fit_calibration(train, max(2, min(k, 3))) if calibrated else None
+        model = fit(train, calibration)
+        raw_model = fit(train) if calibrated else model
+        for i in test_idx:
+            s = samples[i]
+            d, source = _decide(model, s)
+            raw_d, _ = _decide(raw_model, s)
+            results.append((s, d, source, raw_d.confidence))
+    return results
+
+
+def fit_calibration(samples: list[Sample], k: int) -> dict[str, list[list[float]]]:
+    """Isotonic maps from raw confidence to accuracy, per deciding part, on held-out folds."""
+    from sklearn.isotonic import IsotonicRegression
+
+    by_source: dict[str, list[tuple[float, float]]] = {"rules": [], "model": []}
+    for s, d, source, raw in out_of_fold(samples, k, calibrated=False):
+        guess = d.alternatives[0][0].value if d.category is Category.UNKNOWN and d.alternatives else d.category.value
+        by_source[source].append((raw, 1.0 if guess == s.label else 0.0))
+    tables: dict[str, list[list[float]]] = {}
+    for source, pairs in by_source.items():
+        if len(pairs) < 5:
+            continue
+        xs = [p[0] for p in pairs]
+        ys = [p[1] for p in pairs]
+        iso = IsotonicRegression(y_min=0.05, y_max=0.99, out_of_bounds="clip").fit(xs, ys)
+        grid = sorted(set([round(x, 3) for x in xs] + [0.0, 1.0]))
+        tables[source] = [[x, round(float(iso.predict([x])[0]), 4)] for x in grid]
+    return tables
+
+
+def cross_validate(root: Path, k: int = 5) -> EvalResult:
+    result = EvalResult()
+    samples = load_samples(root, result.errors)
+    for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
+        root_ev = d.root.event if d.root else None
+        result.results.append(CaseResult(s.case, s.label, d.category.value, d.confidence, s.expected_rank,
+                                         root_ev.rank if root_ev else None, [], sorted({f.signature for f in d.root_findings}), s.split))
+    result.results.sort(key=lambda r: r.case)
+    return result
+
+
+def train(root: Path, k: int = 5) -> tuple[Model, int]:
+    samples = load_samples(root)
+    calibration = fit_calibration(samples, k)
+    return fit(samples, calibration), len(samples)

@@ -1,0 +1,1 @@
+"""Failure-lab scenarios: one module per failure family (see corpora/lab/README.md)."""
