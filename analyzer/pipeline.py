@@ -93,7 +93,8 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
-    rule = decide(findings, standalone, _context(findings))
+    launcher_roots = {e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None}
+    rule = decide(findings, standalone, _context(findings), launcher_roots)
     return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings, sigs)
 
 
@@ -117,7 +118,14 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
-        first = FirstFailure(root.event.rank, root.event.host, root.event.time, root.event.loc.file, root.event.loc.line)
+        rank, host = root.event.rank, root.event.host
+        if rank is None:  # another line of the same cause may name the rank (the launcher's view of the death)
+            named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
+            if named is not None:
+                rank, host = named.rank, host or named.host
+        if rank is None and _single_process(events):
+            rank = 0  # nothing in the run names a rank or more than one process: a one-process job
+        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
         remediation = _remediation(decision.root_findings, sigs)
         chain = cascade(root, findings, decision.category.value)
         title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
@@ -164,6 +172,19 @@ def _titles() -> dict[str, str]:
     load_taxonomy()
     data = yaml.safe_load((signatures_dir() / "taxonomy.yaml").read_text(encoding="utf-8"))
     return {k: v.get("title", k) for k, v in data["categories"].items()}
+
+
+def _single_process(events: list[Event]) -> bool:
+    """No event names a rank, a world size above one, or a launcher's per-rank failure."""
+    for e in events:
+        if e.rank is not None or e.kind in (EventKind.ELASTIC_FAILURE, EventKind.WATCHDOG):
+            return False
+        nranks = e.fields.get("nranks")
+        if isinstance(nranks, int) and nranks > 1:
+            return False
+        if e.fields.get("local_rank") is not None:
+            return False
+    return True
 
 
 def _context(findings: list[Finding]) -> dict[str, bool]:

@@ -18,7 +18,7 @@ from analyzer.classify.rules import Decision
 from analyzer.correlate.order import finding_key
 from analyzer.model import Category, Finding, Role
 
-RULES_DECIDE_AT = 0.75
+RULES_DECIDE_AT = 0.42
 UNKNOWN_BELOW = 0.3
 
 

@@ -40,7 +40,8 @@ def _standalone(f: Finding, standalone_ids: set[str]) -> bool:
     return f.signature in standalone_ids
 
 
-def decide(findings: list[Finding], standalone_ids: set[str], context: dict[str, bool] | None = None) -> Decision:
+def decide(findings: list[Finding], standalone_ids: set[str], context: dict[str, bool] | None = None,
+           launcher_roots: set[int] | None = None) -> Decision:
     context = context or {}
     notes: list[str] = []
     roots = [f for f in findings if f.role is Role.ROOT_CAUSE]
@@ -82,13 +83,35 @@ def decide(findings: list[Finding], standalone_ids: set[str], context: dict[str,
     winners = sorted(by_cat[cat], key=lambda f: (finding_key(f), -f.confidence))
     best_conf = max(f.confidence for f in winners)
     strong = [f for f in winners if f.confidence >= best_conf - 0.15]
-    root = strong[0]
+    root = _first_of(strong, launcher_roots or set(), notes)
     sub = _subcategory(by_cat[cat])
     alternatives = [(c, _subcategory(by_cat[c]), round(s, 2)) for c, s in ranked[1:5]]
     if score < MIN_CONFIDENCE:
         notes.append(f"best guess {cat} below the confidence threshold")
         return Decision(Category.UNKNOWN, None, round(score, 2), root, winners, [(cat, sub, round(score, 2)), *alternatives], notes)
     return Decision(cat, sub, round(score, 2), root, winners, alternatives, notes)
+
+
+SIMULTANEOUS_S = 1.0
+
+
+def _first_of(strong: list[Finding], launcher_roots: set[int], notes: list[str]) -> Finding:
+    """The first failure among equally strong findings (already in time, rank order).
+
+    Ranks that fail within a second of each other (or whose lines carry no clock) cannot be
+    told apart by time; there the rank that torchrun's own summary calls the root cause
+    ("Root Cause (first observed failure)") is taken.
+    """
+    first = strong[0]
+    if not launcher_roots or first.event.rank in launcher_roots:
+        return first
+    t0 = first.event.time
+    for f in strong[1:]:
+        same_moment = t0 is None or f.event.time is None or f.event.time - t0 <= SIMULTANEOUS_S
+        if same_moment and f.event.rank in launcher_roots:
+            notes.append(f"ranks failed at the same moment; rank {f.event.rank} is torchrun's first observed failure")
+            return f
+    return first
 
 
 def _scaled(f: Finding, factor: float) -> Finding:

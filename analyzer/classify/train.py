@@ -150,8 +150,6 @@ def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[S
 
 def fit_calibration(samples: list[Sample], k: int) -> dict[str, list[list[float]]]:
     """Isotonic maps from raw confidence to accuracy, per deciding part, on held-out folds."""
-    from sklearn.isotonic import IsotonicRegression
-
     by_source: dict[str, list[tuple[float, float]]] = {"rules": [], "model": []}
     for s, d, source, raw in out_of_fold(samples, k, calibrated=False):
         guess = d.alternatives[0][0].value if d.category is Category.UNKNOWN and d.alternatives else d.category.value
@@ -160,12 +158,35 @@ def fit_calibration(samples: list[Sample], k: int) -> dict[str, list[list[float]
     for source, pairs in by_source.items():
         if len(pairs) < 5:
             continue
-        xs = [p[0] for p in pairs]
-        ys = [p[1] for p in pairs]
-        iso = IsotonicRegression(y_min=0.05, y_max=0.99, out_of_bounds="clip").fit(xs, ys)
-        grid = sorted(set([round(x, 3) for x in xs] + [0.0, 1.0]))
-        tables[source] = [[x, round(float(iso.predict([x])[0]), 4)] for x in grid]
+        tables[source] = binned_isotonic_table(pairs)
     return tables
+
+
+def binned_isotonic_table(pairs: list[tuple[float, float]], prior: float = 5.0) -> list[list[float]]:
+    """Accuracy over raw confidence, per tenth of the raw scale, made monotone.
+
+    Each bin's accuracy is shrunk toward its own raw confidence with the weight of `prior`
+    verdicts, so a bin of three lucky verdicts cannot turn a weak signature (a bare Bus error at
+    0.5) into a certainty, while a bin of a hundred right verdicts moves to what it earned.
+    Plain isotonic regression on a few hundred held-out verdicts overfits single cases, and a
+    two-parameter curve cannot follow the step between weak and strong signatures; this does
+    neither. Bins are then merged by pool-adjacent-violators and joined by straight lines.
+    """
+    bins: dict[int, list[float]] = {}
+    for x, y in pairs:
+        b = bins.setdefault(min(9, int(x * 10)), [0.0, 0.0, 0.0])
+        b[0] += x
+        b[1] += y
+        b[2] += 1
+    merged: list[list[float]] = []  # [sum_x, shrunk_sum_y, weight]
+    for key in sorted(bins):
+        sx, sy, n = bins[key]
+        mean_x = sx / n
+        merged.append([mean_x * (n + prior), sy + prior * mean_x, n + prior])
+        while len(merged) > 1 and merged[-2][1] / merged[-2][2] > merged[-1][1] / merged[-1][2]:
+            top = merged.pop()
+            merged[-1] = [a + c for a, c in zip(merged[-1], top, strict=True)]
+    return [[round(sx / w, 4), round(min(0.99, max(0.05, sy / w)), 4)] for sx, sy, w in merged]
 
 
 def cross_validate(root: Path, k: int = 5) -> EvalResult:

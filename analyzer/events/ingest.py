@@ -141,7 +141,7 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
 def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`)."""
     from analyzer.parse.gdb_backtrace import parse_text
-    from analyzer.parse.gdb_event import backtrace_event
+    from analyzer.parse.gdb_event import backtrace_event, fault_from_text
 
     text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
     lines = text.count("\n") + 1
@@ -153,6 +153,10 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     first = text.split("\n", 1)[0]
     ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
     ev.fields["source_kind"] = str(src.kind)
+    fault = fault_from_text(text)
+    ev.fields.update(fault)
+    if fault.get("fault_mapping"):
+        ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host))
 

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 
 from analyzer.events.clock import parse_time, year_of
-from analyzer.model import Event
+from analyzer.model import Event, EventKind
 
 
 def run_year(events: list[Event]) -> int | None:
@@ -32,16 +32,22 @@ def join_identities(events: list[Event]) -> list[Event]:
     id (NCCL's `busId` in its init line) for an Xid or an AER record naming that GPU."""
     by_pid: dict[tuple[str | None, int], tuple[int, str | None]] = {}
     by_bus: dict[tuple[str | None, str], tuple[int, str | None]] = {}
-    for e in events:
+    # torchrun's summary rows carry the global rank (launcher lines often only the local one), so
+    # they are read first and win; their host is often just "localhost", which names nothing
+    ordered = sorted(events, key=lambda e: e.kind is not EventKind.ELASTIC_FAILURE)
+    for e in ordered:
         if e.rank is None:
             continue
+        host = None if e.host in (None, "localhost", "127.0.0.1") else e.host
         if e.pid is not None:
-            by_pid.setdefault((e.host, e.pid), (e.rank, e.host))
-            by_pid.setdefault((None, e.pid), (e.rank, e.host))
+            if e.kind is EventKind.ELASTIC_FAILURE:
+                by_pid.setdefault((None, e.pid), (e.rank, host))
+            by_pid.setdefault((host, e.pid), (e.rank, host))
+            by_pid.setdefault((None, e.pid), (e.rank, host))
         bus = e.fields.get("bus_id")
         if isinstance(bus, str) and bus:
-            by_bus.setdefault((e.host, bus.lower()), (e.rank, e.host))
-            by_bus.setdefault((None, bus.lower()), (e.rank, e.host))
+            by_bus.setdefault((host, bus.lower()), (e.rank, host))
+            by_bus.setdefault((None, bus.lower()), (e.rank, host))
     if not by_pid and not by_bus:
         return events
     out = []
@@ -50,7 +56,8 @@ def join_identities(events: list[Event]) -> list[Event]:
             found = None
             pid = e.fields.get("killed_pid") or e.pid
             if isinstance(pid, int):
-                found = by_pid.get((e.host, pid)) or by_pid.get((None, pid))
+                found = by_pid.get((None, pid)) if (None, pid) in by_pid and by_pid[(None, pid)][1] in (None, e.host) else None
+                found = found or by_pid.get((e.host, pid))
                 how = f"pid {pid}"
             pci = e.fields.get("pci")
             if found is None and isinstance(pci, str) and pci:

@@ -198,7 +198,8 @@ class KernelTransformer(Transformer[Token, Any]):
     def xid_line(self, *c: Any) -> _Parsed:
         stamps, rest = _stamps(c)
         _nvrm, pci, number, *parts = rest
-        fields: dict[str, Any] = {"xid": int(number), "pci": normalize_pci(pci)}
+        masked = str(pci).startswith("PCI:") and not any(ch.isdigit() for ch in str(pci))
+        fields: dict[str, Any] = {"xid": int(number), "pci": None if masked else normalize_pci(pci)}
         fields.update(dict(parts))
         return _Parsed("xid", stamps, fields)
 

@@ -72,3 +72,28 @@ def backtrace_event(
         },
         end_line=end_line,
     )
+
+
+_SI_ADDR = re.compile(r"\bsi_addr = (0x[0-9a-fA-F]+)")
+_MAPPING = re.compile(
+    r"^\s*(0x[0-9a-fA-F]+)\s+(0x[0-9a-fA-F]+)\s+(0x[0-9a-fA-F]+)\s+(0x[0-9a-fA-F]+)\s+(?:[rwxps-]{4}\s+)?(\S.*?)?\s*$", re.M
+)
+
+
+def fault_from_text(text: str) -> dict[str, object]:
+    """Where the fault landed, from a saved gdb session that printed `$_siginfo` and
+    `info proc mappings`: the same fields a core read through gdb gives."""
+    m = _SI_ADDR.search(text)
+    if not m:
+        return {}
+    addr = int(m.group(1), 16)
+    out: dict[str, object] = {"fault_address": m.group(1)}
+    for mm in _MAPPING.finditer(text):
+        start, end = int(mm.group(1), 16), int(mm.group(2), 16)
+        if start <= addr < end:
+            path = (mm.group(5) or "").strip()
+            out["fault_mapping"] = path or None
+            out["fault_in_dev_shm"] = path.startswith("/dev/shm/")
+            out["fault_in_regular_file"] = path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/"))
+            break
+    return out

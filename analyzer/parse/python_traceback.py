@@ -65,7 +65,7 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
         if state == "exception":
             if stripped in _LINKS:
                 state = "link"
-            elif not after_blank and continuation < MAX_CONTINUATION and _continues(msg):
+            elif not after_blank and continuation < MAX_CONTINUATION and (_continues(msg) or _empty_message(out[-1]) and not _looks_like_record(msg)):
                 out[-1] = out[-1] + "\n" + msg
                 continuation += 1
                 last = i
@@ -101,6 +101,15 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
         prefixes.append(p)
         last = i
     return out, last, prefixes
+
+
+def _empty_message(exc_line: str) -> bool:
+    """`AssertionError:` with its message on the following lines (old torch's driver check)."""
+    return exc_line.rstrip().endswith(":") and "\n" not in exc_line
+
+
+def _looks_like_record(msg: str) -> bool:
+    return bool(re.match(r"^(?:\[|\d{4}-|[IWEF]\d{4} |\w+:\d+:\d+ \[|Traceback|During handling|The above exception)", msg))
 
 
 def _continues(msg: str) -> bool:
@@ -175,7 +184,7 @@ def parse_lines(lines: list[str]) -> PyTraceback | None:
 
 
 def _unmask(tb: PyTraceback) -> PyTraceback:
-    exc = PyException(tb.exception.type, tb.exception.message.replace("\x00", "\n"))
+    exc = PyException(tb.exception.type, tb.exception.message.replace("\x00", "\n").strip())
     return PyTraceback(exc, tb.frames, tuple(_unmask(c) for c in tb.chained), tb.chain_kind)
 
 

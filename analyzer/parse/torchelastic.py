@@ -163,7 +163,8 @@ def parse_region(region: Region) -> list[Event]:
     if record is None:
         return [unparsed(region, 0, "launcher line not understood")]
     kind = EventKind.SIGNAL if record.get("signal") else EventKind.LAUNCHER_EXIT
-    rank = first.rank if first.rank is not None else record.get("local_rank", region.source_rank)
+    # mp.spawn's "process N terminated" counts processes from 0: N is the rank it was given
+    rank = first.rank if first.rank is not None else record.get("local_rank", record.get("process", region.source_rank))
     return [
         Event(kind=kind, loc=Location(region.file, region.start), text=region.lines[0], message=first.message.strip(),
               rank=rank if isinstance(rank, int) else None, host=first.host or region.source_host,

@@ -18,7 +18,7 @@ from analyzer.sources.reader import compression_of, read_head
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
 _HOST_DIR = re.compile(
-    r"^(?:node|host|worker|machine|server|gpu|dgx|compute|cn|hpc|nid)[\w.-]*\d[\w.-]*$", re.I
+    r"^(?:(?:node|host|worker|machine|server|gpu|dgx|compute|cn|hpc|nid)[\w.-]*\d[\w.-]*|[\w.-]*node[\w.-]*\d[\w.-]*)$", re.I
 )
 LABEL_FILE = "case.yaml"
 _ATTEMPT = re.compile(r"^attempt_\d+$")
@@ -160,8 +160,9 @@ def sniff(head: bytes, name: str, raw_head: bytes | bool) -> SourceKind:
     """The kind of a file from its first bytes (decompressed), with the name as a tie-breaker."""
     if isinstance(raw_head, bytes) and _is_core(raw_head) or _is_core(head):
         return SourceKind.CORE_DUMP
-    if b"\x00" in head[:4096]:
-        return SourceKind.OTHER
+    nuls = head[:4096].count(b"\x00")
+    if nuls > max(8, len(head[:4096]) // 100):
+        return SourceKind.OTHER  # a few NULs happen in logs (a C handler writing sizeof(msg)); many mean binary
     sample = head[:16384]
     text_like = sum(32 <= b < 127 or b in (9, 10, 13) or b >= 128 for b in sample[:2048])
     if sample and text_like < 0.85 * min(len(sample), 2048):
