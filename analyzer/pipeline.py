@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,7 +206,7 @@ def _remediation(roots: list[Finding], sigs: list[Signature]) -> tuple[str, ...]
     return tuple(out[:8])
 
 
-def _explain(root: Finding, roots: list[Finding], chain: list[object], notes: list[str]) -> str:
+def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes: list[str]) -> str:
     where = f"{root.event.loc.file}:{root.event.loc.line}"
     who = f"rank {root.event.rank}" if root.event.rank is not None else "the job"
     if root.event.host:

@@ -34,7 +34,7 @@ def combine(rule: Decision, findings: list[Finding], model: Model | None, struct
         category = rule.category
         confidence = model.calibrate("rules", rule.confidence)
         decided = replace(rule, confidence=round(confidence, 2))
-        others = [(Category(c), None, round(p, 2)) for c, p in ranked if c != category.value][:3]
+        others = [_alt(c, p) for c, p in ranked if c != category.value][:3]
         decided.alternatives = _merge(rule.alternatives, others)
         return _unknown_if_low(decided, notes)
     category = Category(ranked[0][0])
@@ -45,9 +45,13 @@ def combine(rule: Decision, findings: list[Finding], model: Model | None, struct
                  key=lambda f: (f.role is not Role.ROOT_CAUSE, finding_key(f), -f.confidence))
     root = own[0] if own else None
     subcategory = root.subcategory if root else None
-    alternatives = [(Category(c), None, round(p, 2)) for c, p in ranked[1:4]]
+    alternatives = [_alt(c, p) for c, p in ranked[1:4]]
     decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes)
     return _unknown_if_low(decided, notes)
+
+
+def _alt(category: str, probability: float) -> tuple[Category, str | None, float]:
+    return Category(category), None, round(probability, 2)
 
 
 def _merge(a: list[tuple[Category, str | None, float]], b: list[tuple[Category, str | None, float]]) -> list[tuple[Category, str | None, float]]:
