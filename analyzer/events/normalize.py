@@ -4,6 +4,7 @@ events say about the same process (pid -> rank from launcher and NCCL lines)."""
 from __future__ import annotations
 
 from collections import Counter
+from statistics import median
 from dataclasses import replace
 
 from analyzer.events.clock import parse_time, year_of
@@ -23,7 +24,34 @@ def normalize(events: list[Event]) -> list[Event]:
             t, approx = parse_time(e.time_text, year)
             e = replace(e, time=t, time_approx=approx)
         out.append(e)
-    return join_identities(out)
+    return join_identities(anchor_uptime(out))
+
+
+def anchor_uptime(events: list[Event]) -> list[Event]:
+    """Give wall time to kernel lines that only carry uptime (`[ 1234.567890]`), where a line of
+    the same file, or else of the same host, shows both (syslog's `May 1 12:34:56 host kernel:
+    [ 1234.56]`, journalctl): wall = uptime + the median offset seen there."""
+    by_file: dict[str, list[float]] = {}
+    by_host: dict[str, list[float]] = {}
+    for e in events:
+        up = e.fields.get("uptime")
+        if e.time is not None and not e.time_approx and isinstance(up, float):
+            by_file.setdefault(e.loc.file, []).append(e.time - up)
+            if e.host:
+                by_host.setdefault(e.host, []).append(e.time - up)
+    if not by_file:
+        return events
+    out = []
+    for e in events:
+        up = e.fields.get("uptime")
+        if e.time is None and isinstance(up, float):
+            offsets = by_file.get(e.loc.file) or (by_host.get(e.host) if e.host else None)
+            if offsets:
+                fields = dict(e.fields)
+                fields["time_from"] = "kernel uptime anchored to the wall clock of the same log"
+                e = replace(e, time=up + median(offsets), fields=fields)
+        out.append(e)
+    return out
 
 
 def join_identities(events: list[Event]) -> list[Event]:

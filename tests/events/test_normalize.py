@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from analyzer.events.clock import format_time
+from analyzer.pipeline import collect
+
+KERN = (
+    "May 15 23:09:30 node3 kernel: [  518.050606] Out of memory: Killed process 15784 (python3) total-vm:11964kB, "
+    "anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB\n"
+    "[  520.050606] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+)
+
+
+def test_uptime_lines_are_anchored_to_the_wall_clock_of_their_log(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "kern.log").write_text(KERN)
+    (run / "train.log").write_text("2024-05-15 23:09:00,000 - INFO - step 10 loss 1.0 error rate 0.1\n")
+    a = collect(run)
+    xid = next(e for e in a.events if e.kind == "xid")
+    assert format_time(xid.time) == "2024-05-15T23:09:32.000Z"
+    assert "anchored" in xid.fields["time_from"]
