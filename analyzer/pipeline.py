@@ -15,6 +15,7 @@ from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, decide
+from analyzer.correlate.clocks import align_clocks
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.correlate.versions import version_skew_events
 from analyzer.events.ingest import build_scanner, ingest
@@ -90,13 +91,13 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     scanner = build_scanner(sigs)
     ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
-    events = normalize(ingested.events)
+    events, clock_notes = align_clocks(normalize(ingested.events))
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
     launcher_roots = {e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None}
     rule = decide(findings, standalone, _context(findings), launcher_roots)
-    return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings, sigs)
+    return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings + clock_notes, sigs)
 
 
 _SHIPPED = object()

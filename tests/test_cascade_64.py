@@ -61,3 +61,29 @@ def test_oom_on_one_rank_and_63_timeouts(tmp_path: Path) -> None:
     assert "0-26,28-63" in timeouts[0].what
     assert timeouts[0].time is not None and v.first_failure.time is not None
     assert timeouts[0].time - v.first_failure.time == 604.903881913 or abs(timeouts[0].time - v.first_failure.time - 604.9) < 1
+
+
+SUMMARY_ROW = [
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2024-06-26_06:16:40",
+    "  host      : node0",
+    "  rank      : {rank} (local_rank: {local})",
+    "  exitcode  : -9 (pid: {pid})",
+    "  error_file: <N/A>",
+    "  traceback : Signal 9 (SIGKILL) received by PID {pid}",
+]
+
+
+def test_a_host_clock_two_minutes_off_is_estimated_and_corrected(tmp_path: Path) -> None:
+    """node3's kernel says the OOM kill happened at 06:14:40; torchrun on node0 saw the same pid
+    die at 06:16:40: node3's clock is 120 s behind, and its times are moved accordingly."""
+    run = make_run(tmp_path / "run")
+    row = "\n".join(SUMMARY_ROW).format(rank=VICTIM, local=VICTIM % GPUS, pid=pid_of(VICTIM))
+    (run / "node0" / "launcher.log").write_text(row + "\n")
+    report = analyze(run)
+    assert any("node3" in w and "-120.0 s" in w for w in report.warnings)
+    assert report.verdict.first_failure.rank == VICTIM
+    from analyzer.events.clock import format_time
+
+    assert format_time(report.verdict.first_failure.time) == "2024-06-26T06:16:40.000Z"
