@@ -120,13 +120,7 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
-        rank, host = root.event.rank, root.event.host
-        if rank is None:  # another line of the same cause may name the rank (the launcher's view of the death)
-            named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
-            if named is not None:
-                rank, host = named.rank, host or named.host
-        if rank is None and _single_process(events):
-            rank = 0  # nothing in the run names a rank or more than one process: a one-process job
+        rank, host = first_rank(decision, _single_process(events))
         first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
         remediation = _remediation(decision.root_findings, sigs)
         chain = cascade(root, findings, decision.category.value)
@@ -174,6 +168,23 @@ def _titles() -> dict[str, str]:
     load_taxonomy()
     data = yaml.safe_load((signatures_dir() / "taxonomy.yaml").read_text(encoding="utf-8"))
     return {k: v.get("title", k) for k, v in data["categories"].items()}
+
+
+def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, str | None]:
+    """The first failing rank and host of a decision: the root event's, else one that another
+    line of the same cause names (the launcher's view of the death), else 0 for a job that was
+    one process."""
+    root = decision.root
+    if root is None:
+        return None, None
+    rank, host = root.event.rank, root.event.host
+    if rank is None:
+        named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
+        if named is not None:
+            rank, host = named.rank, host or named.host
+    if rank is None and single_process:
+        rank = 0
+    return rank, host
 
 
 def _single_process(events: list[Event]) -> bool:

@@ -39,10 +39,11 @@ class Sample:
     findings: list[Finding]
     expected_rank: int | None
     split: str
+    single_process: bool = False
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
-    from analyzer.pipeline import Options, collect
+    from analyzer.pipeline import Options, _single_process, collect
 
     samples = []
     for case_dir in find_cases(root):
@@ -59,7 +60,8 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
         structured, tokens = a.features()
         ff = label.get("first_failure") or {}
         samples.append(Sample(case_dir.relative_to(root).as_posix() if case_dir != root else case_dir.name, group, category,
-                              structured, tokens, a.rule, a.findings, ff.get("rank"), str(label.get("split", ""))))
+                              structured, tokens, a.rule, a.findings, ff.get("rank"), str(label.get("split", "")),
+                              _single_process(a.events)))
     return samples
 
 
@@ -137,6 +139,11 @@ def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[S
     for test_idx in folds(samples, k):
         test = set(test_idx)
         train = [s for i, s in enumerate(samples) if i not in test]
+        if len({s.label for s in train}) < 2:  # nothing to learn from: the rules decide alone
+            for i in test_idx:
+                s = samples[i]
+                results.append((s, s.rule, "rules", s.rule.confidence))
+            continue
         calibration = fit_calibration(train, max(2, min(k, 3))) if calibrated else None
         model = fit(train, calibration)
         raw_model = fit(train) if calibrated else model
@@ -192,10 +199,12 @@ def binned_isotonic_table(pairs: list[tuple[float, float]], prior: float = 5.0) 
 def cross_validate(root: Path, k: int = 5) -> EvalResult:
     result = EvalResult()
     samples = load_samples(root, result.errors)
+    from analyzer.pipeline import first_rank
+
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
-        root_ev = d.root.event if d.root else None
+        rank, _host = first_rank(d, s.single_process)
         result.results.append(CaseResult(s.case, s.label, d.category.value, d.confidence, s.expected_rank,
-                                         root_ev.rank if root_ev else None, [], sorted({f.signature for f in d.root_findings}), s.split))
+                                         rank, [], sorted({f.signature for f in d.root_findings}), s.split))
     result.results.sort(key=lambda r: r.case)
     return result
 

@@ -4,8 +4,8 @@ events say about the same process (pid -> rank from launcher and NCCL lines)."""
 from __future__ import annotations
 
 from collections import Counter
-from statistics import median
 from dataclasses import replace
+from statistics import median
 
 from analyzer.events.clock import parse_time, year_of
 from analyzer.model import Event, EventKind

@@ -1,20 +1,49 @@
 """One compiled multi-pattern pass per file.
 
 The patterns are the parsers' triggers and the signatures' line patterns, both declared next to
-what uses them; this module keeps no list of its own. All of them are joined into one regular
-expression over bytes and run over 1 MiB chunks that end on line boundaries, so a file is read
-once and memory stays flat whatever its size. Only the lines that match (and, for block
-triggers, the lines that follow them) are decoded and handed to the parsers.
+what uses them; this module keeps no list of its own. Files come in 1 MiB chunks that end on
+line boundaries, so a file is read once and memory stays flat whatever its size.
+
+Two engines find the candidate lines of a chunk, with the same results:
+
+* Hyperscan (when the `hyperscan` package imports): every pattern in one block-mode database,
+  one scan per chunk. A pattern Hyperscan rejects (lookarounds, backreferences, ...) is compiled
+  in its prefilter mode (a looser automaton, so a superset of the lines); one it rejects even so
+  is left to the Python matcher below (`Scanner.python_only`).
+* Python (always available): each pattern's required literals (`literals.py`) are looked for in
+  the chunk, through a small vocabulary of shared substrings so that a chunk costs a few dozen
+  `in` tests; only the lines holding a literal are looked at, and only with the patterns whose
+  literal they hold. A pattern without a usable literal is searched with `re` over the chunk.
+
+Either way a candidate line is then decoded and checked with the Python regular expressions of
+its candidate patterns only (all patterns for a line that is not plain ASCII, ends in CR or was
+cut, where `str` and `bytes` semantics may differ): those decide the owners, so both engines
+agree. A line longer than MAX_LINE is scanned, and kept, up to MAX_LINE bytes only.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-MAX_LINE = 65536  # longer lines are cut before parsing
+from analyzer.scan.literals import required_literals
+
+_hs: Any
+try:  # optional: the portable engine works without it
+    import hyperscan as _hs
+except Exception:  # ImportError, or a wheel that does not load on this CPU
+    _hs = None
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 65536  # longer lines are cut before parsing (and before scanning)
 MAX_REGIONS = 20000  # per file; beyond that the scan keeps counting but stops collecting
+
+HAVE_HYPERSCAN = _hs is not None
+ENGINES = ("hyperscan", "python")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +71,19 @@ class ScanResult:
     long_lines: int = 0
 
 
+_VOCAB_LEN = 3  # length of the shared substrings tested first (shorter: fewer of them, fewer passes)
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+# Python-only syntax that Hyperscan would read differently: `{,n}`, `\A`/`\Z`
+_PY_ONLY_SYNTAX = re.compile(r"(?<!\\)\{,|\\[AZ]")
+# constructs Hyperscan rejects outside its prefilter mode: lookarounds, backreferences, atomic
+# groups, possessive quantifiers, conditionals (a quick test; the compiler has the last word)
+_HS_SUSPECT = re.compile(r"\(\?<?[=!]|\(\?P=|\\[1-9]|\(\?>|[*+?}]\+|\(\?\(")
+# constructs that can match a newline: such a pattern may match several lines together
+_CAN_MATCH_NEWLINE = re.compile(r"\\[sWDn]|\[\^|\(\?[a-zA-Z]*s")
+CROSS_LINES = 8  # lines either side looked at for a match that runs over several lines
+CROSS_BYTES = 16384
+# ASCII characters that are `\s` for `str` patterns but not for `bytes` ones
+_STR_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 
 
 def _compiles(regex: str) -> bool:
@@ -61,10 +102,140 @@ def _decode(raw: bytes) -> tuple[str, bool]:
     return raw.decode("utf-8", errors="replace").rstrip("\r\n"), cut
 
 
-class Scanner:
-    """Compiled once per analysis from all declared patterns."""
+def _bound_long_lines(chunk: bytes) -> tuple[bytes, set[int]]:
+    """The chunk with every line longer than MAX_LINE cut to MAX_LINE bytes (newlines kept, so
+    line numbers hold), and the offsets in the result where the cut lines start.
 
-    def __init__(self, patterns: Iterable[Pattern], caps: dict[str, int] | None = None) -> None:
+    A line of MAX_LINE bytes or more holds a whole aligned window of MAX_LINE // 2 bytes, so only
+    windows without a newline are looked at: a few dozen `find` calls per MiB otherwise.
+    """
+    w = MAX_LINE // 2
+    n = len(chunk)
+    if n <= MAX_LINE:
+        return chunk, set()
+    pieces: list[bytes] = []
+    starts: set[int] = set()
+    kept = 0  # end of what has been copied into pieces
+    out_len = 0
+    p = 0
+    while p < n:
+        if chunk.find(b"\n", p, p + w) >= 0:
+            p += w
+            continue
+        s = chunk.rfind(b"\n", 0, p) + 1
+        e = chunk.find(b"\n", p + w)
+        e = n if e < 0 else e
+        if e - s > MAX_LINE:
+            pieces.append(chunk[kept : s + MAX_LINE])
+            out_len += s + MAX_LINE - kept
+            starts.add(out_len - MAX_LINE)
+            kept = e
+        p = (e // w + 1) * w
+    if not pieces:
+        return chunk, set()
+    pieces.append(chunk[kept:])
+    return b"".join(pieces), starts
+
+
+# --- the Python matcher (the portable engine, and Hyperscan's leftovers) -----------------------
+
+
+def _vocabulary(strings: Iterable[bytes]) -> dict[bytes, list[bytes]]:
+    """A few substrings that cover all `strings` (each string contains one of them), greedily:
+    testing the chunk for these first spares a test per string."""
+    todo = set(strings)
+    vocab: dict[bytes, list[bytes]] = {}
+    while todo:
+        count: dict[bytes, int] = {}
+        for s in todo:
+            k = min(len(s), _VOCAB_LEN)
+            for sub in {s[i : i + k] for i in range(len(s) - k + 1)}:
+                count[sub] = count.get(sub, 0) + 1
+        best = max(count, key=lambda sub: (count[sub], len(sub), sub))
+        covered = [s for s in todo if best in s]
+        vocab[best] = covered
+        todo.difference_update(covered)
+    return vocab
+
+
+class _PyMatcher:
+    """Candidate lines of a chunk for some patterns, found with their required literals."""
+
+    def __init__(self, items: list[tuple[int, Pattern, bytes]]) -> None:
+        lits: dict[bytes, list[int]] = {}  # lowered literal -> pattern ids
+        self.searched: list[tuple[int, re.Pattern[bytes]]] = []  # patterns without literals
+        for pid, p, rx in items:
+            req = required_literals(p.regex, p.ignore_case)
+            if req is None:
+                self.searched.append((pid, re.compile(rx, re.M | (re.I if p.ignore_case else 0))))
+                continue
+            for s in req[0]:
+                lits.setdefault(s.lower(), []).append(pid)
+        self.lits = lits
+        self.vocab = _vocabulary(lits)
+        self._finders: dict[tuple[bytes, ...], re.Pattern[bytes]] = {}
+
+    def candidates(self, buf: bytes, found: dict[int, set[int]]) -> None:
+        """Add to `found` (line start -> candidate pattern ids) the lines of `buf` worth checking."""
+        if self.lits:
+            low = buf.lower()  # ASCII only, same length: offsets hold
+            present = tuple(sorted(s for w, ss in self.vocab.items() if w in low for s in ss if s in low))
+            if present:
+                finder = self._finders.get(present)
+                if finder is None:
+                    if len(self._finders) > 64:
+                        self._finders.clear()
+                    alt = b"|".join(re.escape(s) for s in sorted(present, key=len, reverse=True))
+                    finder = self._finders[present] = re.compile(alt)
+                pos = 0
+                while True:
+                    m = finder.search(low, pos)
+                    if m is None:
+                        break
+                    start = low.rfind(b"\n", 0, m.start()) + 1
+                    end = low.find(b"\n", m.end())
+                    end = len(low) if end < 0 else end
+                    line = low[start:end]
+                    ids = found.setdefault(start, set())
+                    for s in present:
+                        if s in line:
+                            ids.update(self.lits[s])
+                    pos = end + 1
+        for pid, rx in self.searched:
+            _search_lines(rx, pid, buf, found)
+
+
+def _search_lines(rx: re.Pattern[bytes], pid: int, buf: bytes, found: dict[int, set[int]]) -> None:
+    """Every line that a match of `rx` touches becomes a candidate for pattern `pid`."""
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        m = rx.search(buf, pos)
+        if m is None or m.start() >= n:
+            break
+        start = buf.rfind(b"\n", 0, m.start()) + 1
+        end = buf.find(b"\n", m.end() - 1 if m.end() > m.start() else m.start())
+        end = n if end < 0 else end
+        s = start
+        while True:  # a match may run over several lines: each is checked on its own
+            found.setdefault(s, set()).add(pid)
+            e = buf.find(b"\n", s, end)
+            if e < 0:
+                break
+            s = e + 1
+        pos = end + 1
+
+
+# --- the scanner -------------------------------------------------------------------------------
+
+
+class Scanner:
+    """Compiled once per analysis from all declared patterns.
+
+    `engine`: "hyperscan", "python", or None for Hyperscan when it imports, else Python.
+    """
+
+    def __init__(self, patterns: Iterable[Pattern], caps: dict[str, int] | None = None, engine: str | None = None) -> None:
         self.caps = dict(caps or {})  # owner -> most hits kept per file (for broad, low-value patterns)
         self.patterns = [p for p in patterns if _compiles(_NAMED_GROUP.sub("(?:", p.regex))]
         parts = []
@@ -72,50 +243,222 @@ class Scanner:
             flag = "(?i:" if p.ignore_case else "(?:"
             # named groups of different patterns would collide in one expression
             parts.append(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
-        joined = "|".join(parts) if parts else r"(?!x)x"
-        self._any = re.compile(joined.encode("utf-8"), re.M)
+        self._str_res = [re.compile(part) for part in parts]
+        self._owner_ix: dict[str, int] = {}
+        for p in self.patterns:
+            self._owner_ix.setdefault(p.owner, len(self._owner_ix))
+        self._pat_owner = [self._owner_ix[p.owner] for p in self.patterns]
+        self._owner_names = list(self._owner_ix)
         owners: dict[str, list[tuple[re.Pattern[str], int]]] = {}
-        for p, part in zip(self.patterns, parts, strict=True):
-            owners.setdefault(p.owner, []).append((re.compile(part), p.block))
+        for p, rx in zip(self.patterns, self._str_res, strict=True):
+            owners.setdefault(p.owner, []).append((rx, p.block))
         self._owner_res = owners
+        self._all_ids = frozenset(range(len(self.patterns)))
+        self._multiline = [bool(_CAN_MATCH_NEWLINE.search(p.regex)) for p in self.patterns]
+        self._bytes_res: dict[int, re.Pattern[bytes]] = {}
+
+        if engine is None:
+            engine = "hyperscan" if HAVE_HYPERSCAN else "python"
+        if engine not in ENGINES:
+            raise ValueError(f"unknown scan engine {engine!r}")
+        if engine == "hyperscan" and not HAVE_HYPERSCAN:
+            raise RuntimeError("the hyperscan package is not available")
+        self.engine = engine
+        self.prefiltered: list[Pattern] = []  # compiled in Hyperscan's prefilter mode
+        self.python_only: list[Pattern] = []  # left to the Python matcher although Hyperscan is used
+        self._hs_db: Any = None
+        self._hs_scratch: Any = None
+        py_items: list[tuple[int, Pattern, bytes]] = []
+        if engine == "hyperscan":
+            py_ids = self._build_hyperscan()
+        else:
+            py_ids = list(range(len(self.patterns)))
+        for i in py_ids:
+            py_items.append((i, self.patterns[i], _NAMED_GROUP.sub("(?:", self.patterns[i].regex).encode("utf-8")))
+        self._py = _PyMatcher(py_items) if py_items else None
+
+    # -- Hyperscan
+
+    def _build_hyperscan(self) -> list[int]:
+        """Compile what Hyperscan takes; the ids of the patterns left to Python."""
+        assert _hs is not None
+        todo: dict[int, tuple[bytes, int]] = {}  # id -> (expression, flags)
+        left: list[int] = []
+        suspects: list[int] = []
+        for i, p in enumerate(self.patterns):
+            rx = _NAMED_GROUP.sub("(?:", p.regex)
+            if _PY_ONLY_SYNTAX.search(rx):
+                left.append(i)
+                continue
+            todo[i] = (rx.encode("utf-8"), _hs.HS_FLAG_MULTILINE | (_hs.HS_FLAG_CASELESS if p.ignore_case else 0))
+            if _HS_SUSPECT.search(rx):
+                suspects.append(i)
+
+        def settle(i: int) -> None:
+            """Try one pattern alone: as it is, else in prefilter mode, else leave it to Python."""
+            data, f = todo[i]
+            for extra in (0, _hs.HS_FLAG_PREFILTER):
+                try:
+                    _hs.Database(mode=_hs.HS_MODE_BLOCK).compile(expressions=[data], flags=[f | extra], ids=[i])
+                except _hs.error:
+                    continue
+                todo[i] = (data, f | extra)
+                return
+            del todo[i]
+            left.append(i)
+
+        for i in suspects:  # lookarounds, backreferences, ...: most need the prefilter mode
+            settle(i)
+        db = None
+        for attempt in range(2):
+            if not todo:
+                break
+            ids = sorted(todo)
+            try:
+                db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+                db.compile(expressions=[todo[i][0] for i in ids], flags=[todo[i][1] for i in ids], ids=ids)
+                break
+            except _hs.error:
+                db = None
+                if attempt == 0:  # something the quick test did not foresee: find it one by one
+                    for i in ids:
+                        if i not in suspects:
+                            settle(i)
+        self.prefiltered = [self.patterns[i] for i in sorted(todo) if todo[i][1] & _hs.HS_FLAG_PREFILTER]
+        if db is None and todo:
+            left.extend(todo)  # cannot happen once every pattern compiled alone; stay correct anyway
+        left.sort()
+        self.python_only = [self.patterns[i] for i in left]
+        if db is not None:
+            self._hs_db = db
+            self._hs_scratch = _hs.Scratch(db)
+        if left:
+            log.debug("scan: %d pattern(s) left to Python re: %s", len(left), [self.patterns[i].regex for i in left])
+        return left
+
+    def _hs_candidates(self, buf: bytes, found: dict[int, set[int]]) -> None:
+        hits: list[tuple[int, int]] = []
+        add = hits.append
+
+        def on_match(pid: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
+            add((to, pid))
+
+        self._hs_db.scan(buf, match_event_handler=on_match, scratch=self._hs_scratch)
+        line_start, line_end = 0, -1
+        ids: set[int] = set()
+        for to, pid in hits:
+            last = to - 1  # the match's last byte; its line is the candidate
+            if not line_start <= last <= line_end:
+                line_start = buf.rfind(b"\n", 0, last) + 1
+                line_end = buf.find(b"\n", last)
+                if line_end < 0:
+                    line_end = len(buf)
+                ids = found.setdefault(line_start, set())
+            ids.add(pid)
+
+    # -- owners
 
     def owners_of(self, line: str) -> tuple[tuple[str, ...], int]:
         """Which owners' patterns match this line, and the largest block they ask for."""
-        found = []
+        return self._owners_among(line, self._all_ids)
+
+    def _owners_among(self, line: str, ids: Iterable[int]) -> tuple[tuple[str, ...], int]:
+        """Like owners_of, checking only the patterns `ids` (the others cannot match the line)."""
+        res = self._str_res
+        pat_owner = self._pat_owner
+        done: set[int] = set()
         block = 0
-        for owner, res in self._owner_res.items():
-            for rx, b in res:
-                if rx.search(line):
-                    found.append(owner)
-                    block = max(block, b)
-                    break
-        return tuple(found), block
+        for i in sorted(ids):
+            o = pat_owner[i]
+            if o in done:
+                continue  # an owner's first matching pattern (in declaration order) decides its block
+            if res[i].search(line):
+                done.add(o)
+                block = max(block, self.patterns[i].block)
+        names = self._owner_names
+        return tuple(names[o] for o in sorted(done)), block
+
+    # -- the scan
+
+    def _candidates(self, buf: bytes) -> dict[int, set[int]]:
+        found: dict[int, set[int]] = {}
+        if self._hs_db is not None:
+            self._hs_candidates(buf, found)
+        if self._py is not None:
+            self._py.candidates(buf, found)
+        return found
+
+    def _cross_line(self, buf: bytes, start: int, end: int, ids: list[int]) -> list[tuple[int, int]]:
+        """Matches of the patterns `ids` (which can match a newline) that run over several lines,
+        one of them the line buf[start:end]: their (first line start, last line end).
+
+        A line matched only together with its neighbours is a hit at its first line whose text is
+        all of them, as a pattern like `compile\\s+PyTorch` asks for. Only CROSS_LINES lines either
+        side are looked at."""
+        ws, we = start, end
+        for _ in range(CROSS_LINES):
+            if ws == 0 or start - ws > CROSS_BYTES:
+                break
+            ws = buf.rfind(b"\n", 0, ws - 1) + 1
+        for _ in range(CROSS_LINES):
+            if we >= len(buf) or we - end > CROSS_BYTES:
+                break
+            nxt = buf.find(b"\n", we + 1)
+            we = len(buf) if nxt < 0 else nxt
+        out = []
+        for i in ids:
+            rx = self._bytes_res.get(i)
+            if rx is None:
+                p = self.patterns[i]
+                rx = self._bytes_res[i] = re.compile(_NAMED_GROUP.sub("(?:", p.regex).encode("utf-8"), re.M | (re.I if p.ignore_case else 0))
+            for m in rx.finditer(buf, ws, we):
+                s = buf.rfind(b"\n", 0, m.start()) + 1
+                e = buf.find(b"\n", m.end())
+                e = len(buf) if e < 0 else e
+                if s <= start <= e and buf.find(b"\n", s, e) >= 0:
+                    out.append((s, e))
+        return out
 
     def scan(self, chunks: Iterable[bytes]) -> ScanResult:
         result = ScanResult()
         pending: list[Hit] = []
         per_owner: dict[str, int] = dict.fromkeys(self.caps, 0)
         line_base = 0  # lines before the current chunk
+        owners_among: Callable[[str, Iterable[int]], tuple[tuple[str, ...], int]] = self._owners_among
         for chunk in chunks:
             result.bytes += len(chunk)
+            buf, cut_starts = _bound_long_lines(chunk)
             if pending:
-                pending = self._feed_pending(pending, chunk, 0)
-            pos = 0
+                pending = self._feed_pending(pending, buf, 0)
+            found = self._candidates(buf)
+            items: dict[int, tuple[int, str, bool, tuple[str, ...], int]] = {}  # start -> (end, text, cut, owners, block)
+            for start in sorted(found):
+                end = buf.find(b"\n", start)
+                end = len(buf) if end < 0 else end
+                raw = buf[start:end]
+                text, _ = _decode(raw)
+                cut = start in cut_starts
+                ids: Iterable[int] = found[start]
+                if cut or raw.endswith(b"\r") or not text.isascii() or _STR_ONLY_SPACE.search(text):
+                    ids = self._all_ids if owners_among(text, ids)[0] else ()
+                owners, block = owners_among(text, ids)
+                if owners and start not in items:
+                    items[start] = (end, text, cut, owners, block)
+                multi = [i for i in found[start] if self._multiline[i] and not self._str_res[i].search(text)]
+                if multi:
+                    for s, e in self._cross_line(buf, start, end, multi):
+                        rtext, rcut = _decode(buf[s:e])
+                        owners, block = self.owners_of(rtext)
+                        if owners:  # the match runs over several lines: one hit, at its first line, as one text
+                            items[s] = (e, rtext, rcut, owners, block)
             seen_pos, seen_lines = 0, line_base
-            while True:
-                m = self._any.search(chunk, pos)
-                if m is None:
-                    break
-                start = chunk.rfind(b"\n", 0, m.start()) + 1
-                end = chunk.find(b"\n", m.end())
-                end = len(chunk) if end < 0 else end
-                seen_lines += chunk.count(b"\n", seen_pos, start)
+            for start in sorted(items):
+                end, text, cut, owners, block = items[start]
+                result.long_lines += cut
+                seen_lines += buf.count(b"\n", seen_pos, start)
                 seen_pos = start
                 line_no = seen_lines + 1
-                text, cut = _decode(chunk[start:end])
-                result.long_lines += cut
-                owners, block = self.owners_of(text)
-                if per_owner and owners:
+                if per_owner:
                     kept = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
                     for o in kept:
                         if o in per_owner:
@@ -126,12 +469,9 @@ class Scanner:
                         hit = Hit(line_no, owners, [text], block)
                         result.hits.append(hit)
                         if block:
-                            pending.extend(self._feed_pending([hit], chunk, end + 1))
+                            pending.extend(self._feed_pending([hit], buf, end + 1))
                     else:
                         result.dropped += 1
-                pos = end + 1
-                if pos >= len(chunk):
-                    break
             line_base += chunk.count(b"\n")
             if chunk and not chunk.endswith(b"\n"):
                 line_base += 1

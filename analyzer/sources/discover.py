@@ -164,8 +164,10 @@ def sniff(head: bytes, name: str, raw_head: bytes | bool) -> SourceKind:
     if nuls > max(8, len(head[:4096]) // 100):
         return SourceKind.OTHER  # a few NULs happen in logs (a C handler writing sizeof(msg)); many mean binary
     sample = head[:16384]
-    text_like = sum(32 <= b < 127 or b in (9, 10, 13) or b >= 128 for b in sample[:2048])
-    if sample and text_like < 0.85 * min(len(sample), 2048):
+    window = sample[:4096]
+    controls = sum(b < 32 and b not in (9, 10, 12, 13, 27) for b in window)
+    undecodable = window.decode("utf-8", errors="replace").count("\ufffd")
+    if window and (controls > 0.05 * len(window) or undecodable > 0.10 * len(window)):
         return SourceKind.OTHER
     stripped = sample.lstrip()
     if stripped.startswith(b"{") and b'"message"' in sample:
