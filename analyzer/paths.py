@@ -6,6 +6,7 @@ carried inside the package (hatchling force-include maps them to analyzer/_data/
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 
@@ -30,3 +31,21 @@ def signatures_dir() -> Path:
 
 def report_schema_path() -> Path:
     return _PKG / "report" / "report.schema.json"
+
+
+def cache_dir(kind: str) -> Path | None:
+    """A private cache directory (created 0700, owned by the user) for built artefacts of our own
+    data: compiled grammars, the compiled scan database. None when there is none to be had, or
+    when POSTMORTEM_NO_CACHE is set; nothing from a run dir is ever cached."""
+    if os.environ.get("POSTMORTEM_NO_CACHE"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(base) / "postmortem" / kind
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = path.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None  # never load a cache someone else could have written
+        return path
+    except OSError:
+        return None

@@ -23,12 +23,17 @@ agree. A line longer than MAX_LINE is scanned, and kept, up to MAX_LINE bytes on
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from analyzer.paths import cache_dir
 from analyzer.scan.literals import required_literals
 
 _hs: Any
@@ -86,13 +91,12 @@ CROSS_BYTES = 16384
 _STR_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 
 
-def _compiles(regex: str) -> bool:
+def _compile_str(p: Pattern) -> re.Pattern[str] | None:
+    flag = "(?i:" if p.ignore_case else "(?:"
     try:
-        re.compile(regex.encode("utf-8"))
-        re.compile(regex)
-        return True
+        return re.compile(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
     except re.error:
-        return False
+        return None
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:
@@ -237,22 +241,16 @@ class Scanner:
 
     def __init__(self, patterns: Iterable[Pattern], caps: dict[str, int] | None = None, engine: str | None = None) -> None:
         self.caps = dict(caps or {})  # owner -> most hits kept per file (for broad, low-value patterns)
-        self.patterns = [p for p in patterns if _compiles(_NAMED_GROUP.sub("(?:", p.regex))]
-        parts = []
-        for p in self.patterns:
-            flag = "(?i:" if p.ignore_case else "(?:"
-            # named groups of different patterns would collide in one expression
-            parts.append(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
-        self._str_res = [re.compile(part) for part in parts]
+        # each pattern compiled once for str lines (named groups made plain); those that do not
+        # compile are dropped here, so no engine ever sees them
+        compiled = [(p, _compile_str(p)) for p in patterns]
+        self.patterns = [p for p, rx in compiled if rx is not None]
+        self._str_res = [rx for _, rx in compiled if rx is not None]
         self._owner_ix: dict[str, int] = {}
         for p in self.patterns:
             self._owner_ix.setdefault(p.owner, len(self._owner_ix))
         self._pat_owner = [self._owner_ix[p.owner] for p in self.patterns]
         self._owner_names = list(self._owner_ix)
-        owners: dict[str, list[tuple[re.Pattern[str], int]]] = {}
-        for p, rx in zip(self.patterns, self._str_res, strict=True):
-            owners.setdefault(p.owner, []).append((rx, p.block))
-        self._owner_res = owners
         self._all_ids = frozenset(range(len(self.patterns)))
         self._multiline = [bool(_CAN_MATCH_NEWLINE.search(p.regex)) for p in self.patterns]
         self._bytes_res: dict[int, re.Pattern[bytes]] = {}
@@ -280,7 +278,47 @@ class Scanner:
     # -- Hyperscan
 
     def _build_hyperscan(self) -> list[int]:
-        """Compile what Hyperscan takes; the ids of the patterns left to Python."""
+        """Compile what Hyperscan takes (or load it from the private cache); the ids of the
+        patterns left to Python."""
+        assert _hs is not None
+        key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), [(p.regex, p.ignore_case) for p in self.patterns])).encode()).hexdigest()[:24]
+        directory = cache_dir("scan")
+        cached = self._load_hs(directory, key) if directory else None
+        if cached is not None:
+            return cached
+        left = self._compile_hyperscan()
+        if directory is not None and self._hs_db is not None:
+            self._save_hs(directory, key, left)
+        return left
+
+    def _load_hs(self, directory: Path, key: str) -> list[int] | None:
+        assert _hs is not None
+        meta_path, db_path = directory / f"{key}.json", directory / f"{key}.hsdb"
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            db = _hs.loadb(db_path.read_bytes(), _hs.HS_MODE_BLOCK)
+            self._hs_db = db
+            self._hs_scratch = _hs.Scratch(db)
+        except (OSError, ValueError, KeyError, TypeError, _hs.error):
+            return None
+        self.prefiltered = [self.patterns[i] for i in meta["prefiltered"]]
+        left: list[int] = list(meta["left"])
+        self.python_only = [self.patterns[i] for i in left]
+        return left
+
+    def _save_hs(self, directory: Path, key: str, left: list[int]) -> None:
+        assert _hs is not None
+        index = {id(p): i for i, p in enumerate(self.patterns)}
+        meta = {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered]}
+        try:
+            tmp = directory / f"{key}.hsdb.tmp{os.getpid()}"
+            tmp.write_bytes(_hs.dumpb(self._hs_db))
+            tmp.replace(directory / f"{key}.hsdb")
+            (directory / f"{key}.json").write_text(json.dumps(meta), encoding="utf-8")
+        except (OSError, _hs.error):
+            return
+
+    def _compile_hyperscan(self) -> list[int]:
         assert _hs is not None
         todo: dict[int, tuple[bytes, int]] = {}  # id -> (expression, flags)
         left: list[int] = []

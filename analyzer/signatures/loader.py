@@ -7,7 +7,7 @@ stopping at the first, so `postmortem signatures check` shows everything at once
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -106,16 +106,16 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return (value,)
 
 
-def _compile_selection(name: str, spec: Any, where: str, line: int | None, problems: list[Problem]) -> tuple[Matcher, ...]:
+def _compile_selection(name: str, spec: Any, where: str, line: Callable[[], int | None], problems: list[Problem]) -> tuple[Matcher, ...]:
     if not isinstance(spec, dict) or not spec:
-        problems.append(Problem(where, line, f"selection {name!r} must be a mapping of field|modifier: value"))
+        problems.append(Problem(where, line(), f"selection {name!r} must be a mapping of field|modifier: value"))
         return ()
     matchers = []
     for key, value in spec.items():
         fieldname, *mods = str(key).split("|")
         unknown = set(mods) - MODIFIERS
         if unknown:
-            problems.append(Problem(where, line, f"selection {name!r}: unknown modifier(s) {sorted(unknown)}"))
+            problems.append(Problem(where, line(), f"selection {name!r}: unknown modifier(s) {sorted(unknown)}"))
         values = _as_tuple(value)
         regexes: list[re.Pattern[str]] = []
         if "re" in mods:
@@ -123,7 +123,7 @@ def _compile_selection(name: str, spec: Any, where: str, line: int | None, probl
                 try:
                     regexes.append(re.compile(str(v), re.I if "i" in mods else 0))
                 except re.error as exc:
-                    problems.append(Problem(where, line, f"selection {name!r}: regex {v!r} does not compile: {exc}"))
+                    problems.append(Problem(where, line(), f"selection {name!r}: regex {v!r} does not compile: {exc}"))
         matchers.append(Matcher(fieldname, frozenset(mods), values, tuple(regexes)))
     return tuple(matchers)
 
@@ -185,9 +185,11 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
         problems.append(Problem(rel, lines.get("confidence"), "confidence must be a number in (0, 1]"))
         conf = 0.5
     detection = data["detection"]
-    dline = lines.get("detection")
+    def dline() -> int | None:
+        return lines.get("detection")
+
     if not isinstance(detection, dict) or "condition" not in detection:
-        problems.append(Problem(rel, dline, "detection needs named selections and a condition"))
+        problems.append(Problem(rel, dline(), "detection needs named selections and a condition"))
         return None
     selections = {
         name: _compile_selection(name, spec, rel, dline, problems)
@@ -197,11 +199,11 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
     try:
         cond = parse_condition(str(detection["condition"]))
     except ConditionError as exc:
-        problems.append(Problem(rel, dline, str(exc)))
+        problems.append(Problem(rel, dline(), str(exc)))
         return None
     missing = {n for n in cond.referenced() if n not in selections}
     if missing:
-        problems.append(Problem(rel, dline, f"condition names unknown selection(s) {sorted(missing)}"))
+        problems.append(Problem(rel, dline(), f"condition names unknown selection(s) {sorted(missing)}"))
     tests = data.get("tests") or {}
     if not isinstance(tests, dict) or not tests.get("match") or "no_match" not in tests:
         problems.append(Problem(rel, lines.get("tests"), "tests need at least one `match` and a `no_match` list"))
