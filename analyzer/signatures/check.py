@@ -8,7 +8,8 @@ from typing import Any
 
 from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Event, EventKind, Location
-from analyzer.signatures.loader import Problem, Signature, load_all
+from analyzer.paths import signatures_dir
+from analyzer.signatures.loader import Problem, Signature, load_all, signature_files
 from analyzer.signatures.matcher import match_event
 
 
@@ -37,8 +38,37 @@ def run_tests(sig: Signature, scanner: Any) -> list[Problem]:
     return problems
 
 
+def schema_problems(root: Path | None = None) -> list[Problem]:
+    """Every file against signatures/schema.json (jsonschema, when installed)."""
+    try:
+        import jsonschema
+    except ImportError:
+        return []
+    import json
+
+    import yaml
+
+    base = root or signatures_dir()
+    schema_path = base / "schema.json"
+    if not schema_path.is_file():
+        schema_path = signatures_dir() / "schema.json"
+    validator = jsonschema.Draft202012Validator(json.loads(schema_path.read_text(encoding="utf-8")))
+    out = []
+    for path in signature_files(base):
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue  # the loader reports these
+        rel = path.relative_to(base.parent).as_posix()
+        for err in validator.iter_errors(data):
+            where = ".".join(str(x) for x in err.absolute_path) or "(file)"
+            out.append(Problem(rel, None, f"schema: {where}: {err.message[:200]}"))
+    return out
+
+
 def check_all(root: Path | None = None) -> tuple[list[Problem], int]:
     sigs, problems = load_all(root)
+    problems.extend(schema_problems(root))
     scanner = build_scanner(sigs)
     for sig in sigs:
         problems.extend(run_tests(sig, scanner))

@@ -63,3 +63,17 @@ def test_healthy_lines_fire_no_root_cause() -> None:
     ])
     findings = find(SIGS, events_from_text(healthy, SCANNER))
     assert [f.signature for f in findings if f.role.value == "root_cause"] == []
+
+
+def test_every_file_follows_the_json_schema() -> None:
+    import json
+
+    import jsonschema
+    import yaml
+
+    from analyzer.paths import signatures_dir
+    from analyzer.signatures.loader import signature_files
+
+    schema = json.loads((signatures_dir() / "schema.json").read_text())
+    for path in signature_files():
+        jsonschema.validate(yaml.safe_load(path.read_text()), schema)
