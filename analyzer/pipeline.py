@@ -130,7 +130,10 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
         first = FirstFailure()
         remediation = ()
         chain = []
-        title = "Root cause unknown"
+        if decision.category is Category.UNKNOWN:
+            title = "Root cause unknown"
+        else:  # the classifier's call from the whole picture, with no line that names the cause
+            title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
         explanation = "; ".join(decision.notes) or "no signature explains this failure"
     fp = fingerprint(decision.category.value, decision.subcategory, decision.root_findings[:5])
     verdict = Verdict(

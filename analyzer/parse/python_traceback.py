@@ -27,7 +27,7 @@ _LINKS = (
     "The above exception was the direct cause of the following exception:",
     "During handling of the above exception, another exception occurred:",
 )
-_FRAME = re.compile(r'^\s+File "([^"]*)", line (\d+)(?:, in (.*))?\s*$')
+_FRAME = re.compile(r'^\s+File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')  # a lost opening quote: pasted logs
 _EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Iteration|Timeout)$")
 MAX_CONTINUATION = 8

@@ -22,7 +22,8 @@ from analyzer.parse.prefix import split_prefix
 TRIGGERS = (
     Trigger(r"^(?:\S+\s)?\s*(?:Root Cause \(first observed failure\):|Failures:)\s*$", block=80),
     Trigger(r"failed \(exitcode: -?\d+\) local_rank: \d+"),
-    Trigger(r"Signal \d+ \(SIG[A-Z0-9]+\) received by PID \d+"),
+    Trigger(r"Signal \d+ \(SIG[A-Z0-9]+\) received by PID \d+", ignore_case=True),
+    Trigger(r"\S\s*exitcode\s*:\s*-?\d+\s*\(pid:\s*\d+\)"),  # a summary row flattened onto one line
     Trigger(r"exits with return code = -?\d+"),
     Trigger(r"process \d+ terminated with (?:signal SIG[A-Z0-9]+|exit code -?\d+)"),
     Trigger(r"Sending process \d+ closing signal SIG[A-Z0-9]+"),
@@ -30,8 +31,8 @@ TRIGGERS = (
 )
 
 _RECORD_START = re.compile(
-    r"failed \(exitcode:|Signal \d+ \(SIG|exits with return code|process \d+ terminated with|"
-    r"Sending process \d+ closing signal|died with <Signals\."
+    r"failed \(exitcode:|[Ss]ignal \d+ \(SIG|exits with return code|process \d+ terminated with|"
+    r"Sending process \d+ closing signal|died with <Signals\.|exitcode\s*:\s*-?\d+\s*\(pid:"
 )
 _SECTION = re.compile(r"^(Root Cause \(first observed failure\):|Failures:)\s*$")
 _LINE_OF_SUMMARY = re.compile(
@@ -118,6 +119,10 @@ class _Record(Transformer[Token, dict[str, Any]]):
 
     def closing_signal(self, items: list[Token]) -> dict[str, Any]:
         return {"record": "closing_signal", "pid": int(items[0]), "signal": str(items[1]), "teardown": True}
+
+    def exitcode_pid(self, items: list[Token]) -> dict[str, Any]:
+        code = int(items[0])
+        return {"record": "exitcode_pid", "exitcode": code, "pid": int(items[1]), "signal": signal_name(-code) if code < 0 else None}
 
     def died_with(self, items: list[Token]) -> dict[str, Any]:
         return {"record": "died_with", "signal": str(items[0]), "exitcode": -int(items[1])}
