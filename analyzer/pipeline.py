@@ -15,6 +15,7 @@ from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, decide
+from analyzer.correlate.blame import blamed_rank
 from analyzer.correlate.clocks import align_clocks
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.correlate.versions import version_skew_events
@@ -181,6 +182,10 @@ def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, st
     if root is None:
         return None, None
     rank, host = root.event.rank, root.event.host
+    if decision.category is Category.HANG:
+        blamed = blamed_rank(decision.root_findings)
+        if blamed is not None:
+            return blamed, None if blamed != rank else host
     if rank is None:
         named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
         if named is not None:
