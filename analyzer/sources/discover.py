@@ -30,6 +30,7 @@ _KERNEL_LINE = re.compile(
 )
 _NCCL_LINE = re.compile(rb"\bNCCL (?:INFO|WARN|TRACE)\b")
 _GDB_LINE = re.compile(rb"^(?:#\d+\s+(?:0x[0-9a-f]+ in |[\w:<~]).*|Thread \d+ \(.*\):?)\s*$", re.M)
+_GDB_TOP = re.compile(rb"^#0 +(?:0x[0-9a-fA-F]+ in )?\S+ \(", re.M)
 _FAULTHANDLER = re.compile(rb"^(?:Fatal Python error: |Current thread 0x[0-9a-f]+ \(most recent call first\))", re.M)
 
 
@@ -183,8 +184,8 @@ def sniff(head: bytes, name: str, raw_head: bytes | bool) -> SourceKind:
         if sample.lstrip().startswith((b"Fatal Python error", b"Current thread", b"Thread 0x")):
             return SourceKind.FAULTHANDLER
     gdb_lines = len(_GDB_LINE.findall(sample))
-    if gdb_lines >= 3 and gdb_lines >= 0.2 * lines:
-        return SourceKind.GDB_BACKTRACE
+    if gdb_lines >= 3 and (gdb_lines >= 0.2 * lines or (_GDB_TOP.search(sample) and b"Traceback (most recent call last)" not in sample)):
+        return SourceKind.GDB_BACKTRACE  # `bt full` spends most lines on locals: a #0 frame decides
     kernel_lines = len(_KERNEL_LINE.findall(sample))
     if kernel_lines >= 0.5 * lines or (kernel_lines and any(k in lower for k in ("dmesg", "kern", "syslog", "journal"))):
         return SourceKind.KERNEL_LOG
