@@ -156,3 +156,9 @@ def test_eval_json(tmp_path: Path) -> None:
     data = json.loads(out)
     assert code == 0 and data["cases"] == len(EXAMPLES)
     assert set(data) >= {"accuracy", "per_category", "confusion", "first_failure_rank_accuracy"}
+
+
+def test_parse_auto_recognises_a_bt_full_file(shared: Path) -> None:
+    code, out, _ = run("parse", "auto", str(shared / "external/satyr/gdb_stacktraces/rhbz-803600"))
+    data = json.loads(out)
+    assert code == 0 and len(data["threads"]) == 2 and data["crash_thread"] == 1
