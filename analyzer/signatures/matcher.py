@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import string
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from analyzer.model import Event, Finding
+from analyzer.parse.condition import Cond
 from analyzer.signatures.loader import Matcher, Signature
 
 
@@ -117,13 +119,82 @@ def summarize(sig: Signature, event: Event, groups: dict[str, str]) -> str:
         return sig.summary
 
 
+def _gated(cond: Cond, sig: Signature) -> bool:
+    """True when the condition cannot hold unless one of the signature's message/text patterns
+    matches the event's line: then a prefilter may skip the signature for other lines."""
+    if cond.op == "sel":
+        return any(m.field in ("message", "text") for m in sig.selections.get(cond.name, ()))
+    if cond.op == "and":
+        return any(_gated(a, sig) for a in cond.args)
+    if cond.op == "or":
+        return all(_gated(a, sig) for a in cond.args)
+    if cond.op in ("one", "all"):
+        names = [n for n in sig.selections if cond.name == "them" or fnmatch.fnmatchcase(n, cond.name)]
+        gated = [_gated(Cond("sel", n), sig) for n in names]
+        return bool(gated) and (all(gated) if cond.op == "one" else any(gated))
+    return False  # not: says nothing about what must match
+
+
+class _Prefilter:
+    """One multi-pattern scan over every event's line finds the signatures that can match it;
+    the others are not evaluated (most events are matched by none)."""
+
+    def __init__(self, sigs: list[Signature]) -> None:
+        from analyzer.scan import Pattern, Scanner
+
+        self.always = [s for s in sigs if not (s.line_patterns and _gated(s.condition, s))]
+        gated = [s for s in sigs if s.line_patterns and _gated(s.condition, s)]
+        self.by_id = {s.id: s for s in gated}
+        self.scanner = Scanner([Pattern(rx, s.id, 0, icase) for s in gated for rx, icase in s.line_patterns])
+
+    def candidates(self, events: list[Event]) -> list[set[str] | None]:
+        """Per event, the gated signatures whose patterns match its line (None: evaluate all)."""
+        lines: list[bytes] = []
+        multi: set[int] = set()
+        for i, e in enumerate(events):
+            if "\n" in e.message or "\n" in e.text or "\r" in e.message:
+                multi.add(i)
+                lines += [b"", b""]
+                continue
+            lines += [e.message.encode("utf-8", "replace"), e.text.encode("utf-8", "replace")]
+        hits = self.scanner.scan([b"\n".join(lines) + b"\n"]).hits if lines else []
+        found: list[set[str] | None] = [set() for _ in events]
+        for hit in hits:
+            i = (hit.line_no - 1) // 2
+            bucket = found[i]
+            if bucket is not None:
+                bucket.update(hit.owners)
+        for i in multi:
+            found[i] = None
+        return found
+
+
+_PREFILTERS: dict[tuple[str, ...], _Prefilter] = {}
+
+
+def _prefilter(sigs: list[Signature]) -> _Prefilter:
+    key = tuple(s.id for s in sigs)
+    if key not in _PREFILTERS:
+        _PREFILTERS.clear()
+        _PREFILTERS[key] = _Prefilter(sigs)
+    return _PREFILTERS[key]
+
+
 def find(signatures: Iterable[Signature], events: Iterable[Event]) -> list[Finding]:
     """Every (signature, event) match, once per signature and file line."""
     sigs = list(signatures)
+    evs = list(events)
+    pre = _prefilter(sigs)
+    order = {sig.id: i for i, sig in enumerate(sigs)}
+    per_event = pre.candidates(evs)
     findings: list[Finding] = []
     seen: set[tuple[str, str, int | None]] = set()
-    for event in events:
-        for sig in sigs:
+    for event, names in zip(evs, per_event, strict=True):
+        if names is None:
+            candidates = sigs
+        else:
+            candidates = sorted(pre.always + [pre.by_id[n] for n in names], key=lambda s: order[s.id])
+        for sig in candidates:
             groups = match_event(sig, event)
             if groups is None:
                 continue
