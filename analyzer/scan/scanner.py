@@ -23,6 +23,7 @@ agree. A line longer than MAX_LINE is scanned, and kept, up to MAX_LINE bytes on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -91,12 +92,27 @@ CROSS_BYTES = 16384
 _STR_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 
 
-def _compile_str(p: Pattern) -> re.Pattern[str] | None:
-    flag = "(?i:" if p.ignore_case else "(?:"
-    try:
-        return re.compile(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
-    except re.error:
-        return None
+_NEVER = re.compile(r"(?!)")
+
+
+class _LazyRegexes:
+    """`[i]`: pattern i compiled for str lines on first use (a never-matching one if invalid)."""
+
+    def __init__(self, patterns: list[Pattern]) -> None:
+        self._patterns = patterns
+        self._compiled: dict[int, re.Pattern[str]] = {}
+
+    def __getitem__(self, i: int) -> re.Pattern[str]:
+        rx = self._compiled.get(i)
+        if rx is None:
+            p = self._patterns[i]
+            flag = "(?i:" if p.ignore_case else "(?:"
+            try:
+                rx = re.compile(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
+            except re.error:
+                rx = _NEVER
+            self._compiled[i] = rx
+        return rx
 
 
 def _decode(raw: bytes) -> tuple[str, bool]:
@@ -171,7 +187,8 @@ class _PyMatcher:
         for pid, p, rx in items:
             req = required_literals(p.regex, p.ignore_case)
             if req is None:
-                self.searched.append((pid, re.compile(rx, re.M | (re.I if p.ignore_case else 0))))
+                with contextlib.suppress(re.error):  # a pattern that does not compile never matches
+                    self.searched.append((pid, re.compile(rx, re.M | (re.I if p.ignore_case else 0))))
                 continue
             for s in req[0]:
                 lits.setdefault(s.lower(), []).append(pid)
@@ -243,9 +260,11 @@ class Scanner:
         self.caps = dict(caps or {})  # owner -> most hits kept per file (for broad, low-value patterns)
         # each pattern compiled once for str lines (named groups made plain); those that do not
         # compile are dropped here, so no engine ever sees them
-        compiled = [(p, _compile_str(p)) for p in patterns]
-        self.patterns = [p for p, rx in compiled if rx is not None]
-        self._str_res = [rx for _, rx in compiled if rx is not None]
+        self.patterns = list(patterns)
+        # each pattern's Python form (named groups made plain) is compiled when a line first needs
+        # it: most never do, and compiling hundreds up front was most of a small analysis. A
+        # pattern that does not compile never matches.
+        self._str_res = _LazyRegexes(self.patterns)
         self._owner_ix: dict[str, int] = {}
         for p in self.patterns:
             self._owner_ix.setdefault(p.owner, len(self._owner_ix))

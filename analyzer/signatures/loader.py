@@ -6,6 +6,9 @@ stopping at the first, so `postmortem signatures check` shows everything at once
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,7 +20,7 @@ import yaml
 
 from analyzer.model import Category, Role, Scope
 from analyzer.parse.condition import Cond, ConditionError, parse_condition
-from analyzer.paths import signatures_dir
+from analyzer.paths import cache_dir, signatures_dir
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -30,7 +33,19 @@ class Matcher:
     field: str
     modifiers: frozenset[str]
     values: tuple[Any, ...]
-    regexes: tuple[re.Pattern[str], ...] = ()
+
+    def regexes(self) -> list[re.Pattern[str]]:
+        """The compiled `re` values (compiled on first use; ones that do not compile never match)."""
+        flags = re.I if "i" in self.modifiers else 0
+        return [rx for v in self.values if (rx := compiled_regex(str(v), flags)) is not None]
+
+
+@cache
+def compiled_regex(pattern: str, flags: int) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern, flags)
+    except re.error:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +90,16 @@ def load_taxonomy(root: Path | None = None) -> dict[str, set[str]]:
 class _LazyLines:
     """Line numbers of the top-level keys, computed only when a problem needs one."""
 
-    def __init__(self, text: str) -> None:
-        self._text = text
+    def __init__(self, path: Path) -> None:
+        self._path = path
         self._lines: dict[str, int] | None = None
 
     def get(self, key: str) -> int | None:
         if self._lines is None:
-            self._lines = _key_lines(self._text)
+            try:
+                self._lines = _key_lines(self._path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                self._lines = {}
         return self._lines.get(key)
 
 
@@ -106,7 +124,8 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return (value,)
 
 
-def _compile_selection(name: str, spec: Any, where: str, line: Callable[[], int | None], problems: list[Problem]) -> tuple[Matcher, ...]:
+def _compile_selection(name: str, spec: Any, where: str, line: Callable[[], int | None], problems: list[Problem],
+                       validate: bool = True) -> tuple[Matcher, ...]:
     if not isinstance(spec, dict) or not spec:
         problems.append(Problem(where, line(), f"selection {name!r} must be a mapping of field|modifier: value"))
         return ()
@@ -117,14 +136,13 @@ def _compile_selection(name: str, spec: Any, where: str, line: Callable[[], int 
         if unknown:
             problems.append(Problem(where, line(), f"selection {name!r}: unknown modifier(s) {sorted(unknown)}"))
         values = _as_tuple(value)
-        regexes: list[re.Pattern[str]] = []
-        if "re" in mods:
+        if "re" in mods and validate:
             for v in values:
                 try:
-                    regexes.append(re.compile(str(v), re.I if "i" in mods else 0))
+                    re.compile(str(v), re.I if "i" in mods else 0)
                 except re.error as exc:
                     problems.append(Problem(where, line(), f"selection {name!r}: regex {v!r} does not compile: {exc}"))
-        matchers.append(Matcher(fieldname, frozenset(mods), values, tuple(regexes)))
+        matchers.append(Matcher(fieldname, frozenset(mods), values))
     return tuple(matchers)
 
 
@@ -142,11 +160,12 @@ def _line_patterns(selections: dict[str, tuple[Matcher, ...]], positive: set[str
     return tuple(out)
 
 
-def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem]) -> Signature | None:
+def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem], validate: bool = True,
+              parsed: dict[str, Any] | None = None) -> Signature | None:
     rel = path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_Loader)
+        text = None if parsed is not None else path.read_text(encoding="utf-8")
+        data = parsed if parsed is not None else yaml.load(text or "", Loader=_Loader)
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(rel, None, f"cannot read: {exc}"))
         return None
@@ -157,7 +176,7 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
     if not isinstance(data, dict):
         problems.append(Problem(rel, 1, "a signature file must hold one mapping"))
         return None
-    lines = _LazyLines(text)
+    lines = _LazyLines(path)
     before = len(problems)
     for key in REQUIRED:
         if key not in data:
@@ -192,7 +211,7 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
         problems.append(Problem(rel, dline(), "detection needs named selections and a condition"))
         return None
     selections = {
-        name: _compile_selection(name, spec, rel, dline, problems)
+        name: _compile_selection(name, spec, rel, dline, problems, validate)
         for name, spec in detection.items()
         if name != "condition"
     }
@@ -235,14 +254,22 @@ def signature_files(root: Path | None = None) -> Iterable[Path]:
     return sorted(p for p in base.rglob("*.yaml") if p.parent != base)
 
 
-def load_all(root: Path | None = None) -> tuple[list[Signature], list[Problem]]:
+def load_all(root: Path | None = None, validate: bool = True) -> tuple[list[Signature], list[Problem]]:
+    """Every signature under `root`, and every problem found; `validate=False` skips compiling
+    the regexes up front (analyze compiles them when first needed; check compiles them all)."""
     base = root or signatures_dir()
     taxonomy = load_taxonomy(base)
     problems: list[Problem] = []
     sigs: list[Signature] = []
     seen: dict[str, str] = {}
-    for path in signature_files(base):
-        sig = load_file(path, base, taxonomy, problems)
+    files = list(signature_files(base))
+    cached = _parsed_cache(files)
+    parsed_now: dict[str, Any] = {}
+    for path in files:
+        before = len(problems)
+        sig = load_file(path, base, taxonomy, problems, validate, cached.get(str(path)) if cached else None)
+        if sig is not None and len(problems) == before and cached is None:
+            parsed_now[str(path)] = _reparse(path)
         if sig is None:
             continue
         if sig.id in seen:
@@ -250,11 +277,51 @@ def load_all(root: Path | None = None) -> tuple[list[Signature], list[Problem]]:
             continue
         seen[sig.id] = sig.file
         sigs.append(sig)
+    if cached is None and not problems:
+        _store_parsed(files, parsed_now)
     return sigs, problems
+
+
+def _reparse(path: Path) -> Any:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
+
+
+def _cache_key(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _parsed_cache(files: list[Path]) -> dict[str, Any] | None:
+    """The parsed YAML of an unchanged database, from the private cache (JSON; YAML parsing was
+    half of a small analysis). Only a database that loaded without problems is ever stored."""
+    directory = cache_dir("signatures")
+    if directory is None:
+        return None
+    try:
+        data = json.loads((directory / f"{_cache_key(files)}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and len(data) == len(files) else None
+
+
+def _store_parsed(files: list[Path], parsed: dict[str, Any]) -> None:
+    directory = cache_dir("signatures")
+    if directory is None or len(parsed) != len(files):
+        return
+    try:
+        text = json.dumps(parsed, default=str)
+        tmp = directory / f"{_cache_key(files)}.json.tmp{os.getpid()}"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(directory / f"{_cache_key(files)}.json")
+    except (OSError, TypeError, ValueError):
+        return
 
 
 @cache
 def database() -> tuple[Signature, ...]:
     """The shipped signatures (problems are reported by `signatures check`, not here)."""
-    sigs, _ = load_all()
+    sigs, _ = load_all(validate=False)
     return tuple(sigs)

@@ -40,7 +40,7 @@ def _match_one(m: Matcher, event: Event, groups: dict[str, str]) -> bool:
                     return True
             return False
 
-        return combine(test_re(rx) for rx in m.regexes)
+        return combine(test_re(rx) for rx in m.regexes())
     if "gte" in mods or "lte" in mods:
         def num_test(expected: Any) -> bool:
             for v in values:
