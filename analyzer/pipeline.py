@@ -4,7 +4,6 @@ signatures -> classify -> report object."""
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +12,7 @@ from pathlib import Path
 from analyzer import __version__
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
+from analyzer.classify.features import normalize as normalize_words
 from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, decide
 from analyzer.correlate.blame import blamed_rank
@@ -50,17 +50,9 @@ class Options:
     max_evidence: int = 40
 
 
-_MASK = (
-    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
-    (re.compile(r"(?:/[\w.@+-]+)+"), "<path>"),
-    (re.compile(r"\d+(?:\.\d+)?"), "#"),
-)
-
-
 def normalize_text(text: str) -> str:
-    for rx, repl in _MASK:
-        text = rx.sub(repl, text)
-    return " ".join(text.split())[:200]
+    """The words of a line with numbers, hex, paths and source files masked (as the classifier sees them)."""
+    return " ".join(normalize_words(text))[:200]
 
 
 def fingerprint(category: str, subcategory: str | None, findings: list[Finding]) -> str:

@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -551,15 +551,3 @@ class Scanner:
             if hit.want > 0:
                 still.append(hit)
         return still
-
-
-def iter_lines_numbered(chunks: Iterable[bytes]) -> Iterator[tuple[int, str]]:
-    """Every line with its number (for small files that are parsed whole)."""
-    n = 0
-    for chunk in chunks:
-        pieces = chunk.split(b"\n")
-        if chunk.endswith(b"\n"):
-            pieces.pop()
-        for raw in pieces:
-            n += 1
-            yield n, _decode(raw)[0]
