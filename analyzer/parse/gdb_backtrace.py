@@ -49,11 +49,13 @@ class _Note:
     value: str
 
 
-def _depth_after(text: str, depth: int = 0) -> int:
-    """Parenthesis depth at the end of `text`, quotes respected."""
-    quote = ""
-    escaped = False
-    for ch in text:
+def _parens(text: str, quotes_at_top: bool = True) -> tuple[list[int], int]:
+    """Positions of the top-level "(" of `text` and the depth left open at its end; parentheses
+    inside quotes do not count (with `quotes_at_top` False, a quote only opens a string inside
+    parentheses: the function name before the argument list holds no strings)."""
+    starts: list[int] = []
+    depth, quote, escaped = 0, "", False
+    for pos, ch in enumerate(text):
         if quote:
             if escaped:
                 escaped = False
@@ -61,13 +63,15 @@ def _depth_after(text: str, depth: int = 0) -> int:
                 escaped = True
             elif ch == quote:
                 quote = ""
-        elif ch in "\"'":
+        elif ch in "\"'" and (quotes_at_top or depth > 0):
             quote = ch
         elif ch == "(":
+            if depth == 0:
+                starts.append(pos)
             depth += 1
         elif ch == ")":
             depth = max(0, depth - 1)
-    return depth
+    return starts, depth
 
 
 def join_lines(text: str) -> list[str]:
@@ -84,7 +88,7 @@ def join_lines(text: str) -> list[str]:
                 nxt = lines[i]
                 if not nxt[:1].isspace() or _STRUCTURAL.match(nxt):
                     break
-                open_args = _depth_after(line) > 0
+                open_args = _parens(line)[1] > 0
                 if not (open_args or _CONTINUES_AFTER.match(nxt) or nxt.lstrip().startswith("(")):
                     break
                 line = line.rstrip() + " " + nxt.strip()
@@ -99,24 +103,7 @@ def split_call(call: str) -> tuple[str | None, str | None]:
     call = call.strip()
     if not call.endswith(")"):
         return (call or None), None
-    starts: list[int] = []
-    depth, quote, escaped = 0, "", False
-    for pos, ch in enumerate(call):
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'" and depth > 0:
-            quote = ch
-        elif ch == "(":
-            if depth == 0:
-                starts.append(pos)
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
+    starts, depth = _parens(call, quotes_at_top=False)
     if depth != 0 or not starts:
         return call, None
     start = starts[-1]
