@@ -36,7 +36,7 @@ from analyzer.model import (
     Verdict,
 )
 from analyzer.redact import redact
-from analyzer.signatures.loader import Signature, database, load_taxonomy
+from analyzer.signatures.loader import Signature, category_titles, database
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
 from analyzer.sources.discover import discover
@@ -109,7 +109,7 @@ def analyze(run_dir: Path, options: Options | None = None, signatures: list[Sign
 
 def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
     run_dir, findings, events, sigs = a.run_dir, a.findings, a.events, a.signatures
-    taxonomy_titles = _titles()
+    taxonomy_titles = category_titles()
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
@@ -154,16 +154,6 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
         tool_version=__version__,
     )
     return redact(report) if opts.redact else report
-
-
-def _titles() -> dict[str, str]:
-    import yaml
-
-    from analyzer.paths import signatures_dir
-
-    load_taxonomy()
-    data = yaml.safe_load((signatures_dir() / "taxonomy.yaml").read_text(encoding="utf-8"))
-    return {k: v.get("title", k) for k, v in data["categories"].items()}
 
 
 def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, str | None]:

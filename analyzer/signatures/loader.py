@@ -81,10 +81,21 @@ class Problem:
 
 
 @cache
+def _taxonomy_file(root: Path | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(((root or signatures_dir()) / "taxonomy.yaml").read_text(encoding="utf-8"))
+    return data
+
+
+@cache
 def load_taxonomy(root: Path | None = None) -> dict[str, set[str]]:
-    path = (root or signatures_dir()) / "taxonomy.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return {cat: set((spec or {}).get("subcategories") or {}) for cat, spec in data["categories"].items()}
+    """Category -> its sub-categories."""
+    cats = _taxonomy_file(root)["categories"]
+    return {cat: set((spec or {}).get("subcategories") or {}) for cat, spec in cats.items()}
+
+
+def category_titles(root: Path | None = None) -> dict[str, str]:
+    """Category -> its human title."""
+    return {cat: (spec or {}).get("title", cat) for cat, spec in _taxonomy_file(root)["categories"].items()}
 
 
 class _LazyLines:
@@ -160,18 +171,29 @@ def _line_patterns(selections: dict[str, tuple[Matcher, ...]], positive: set[str
     return tuple(out)
 
 
-def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem], validate: bool = True,
-              parsed: dict[str, Any] | None = None) -> Signature | None:
-    rel = path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root.parent).as_posix() if root.parent in path.parents else str(path)
+
+
+def read_file(path: Path, root: Path, problems: list[Problem]) -> Any:
+    """The parsed YAML of one signature file (None, with a problem, when it cannot be read)."""
+    rel = _rel(path, root)
     try:
-        text = None if parsed is not None else path.read_text(encoding="utf-8")
-        data = parsed if parsed is not None else yaml.load(text or "", Loader=_Loader)
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(rel, None, f"cannot read: {exc}"))
-        return None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problems.append(Problem(rel, mark.line + 1 if mark else None, f"invalid YAML: {exc}"))
+    return None
+
+
+def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem], validate: bool = True,
+              parsed: Any = None) -> Signature | None:
+    """One signature from its file (or from `parsed`, its already parsed YAML)."""
+    rel = _rel(path, root)
+    data = parsed if parsed is not None else read_file(path, root, problems)
+    if data is None:
         return None
     if not isinstance(data, dict):
         problems.append(Problem(rel, 1, "a signature file must hold one mapping"))
@@ -264,12 +286,9 @@ def load_all(root: Path | None = None, validate: bool = True) -> tuple[list[Sign
     seen: dict[str, str] = {}
     files = list(signature_files(base))
     cached = _parsed_cache(files)
-    parsed_now: dict[str, Any] = {}
+    parsed = cached if cached is not None else {str(path): read_file(path, base, problems) for path in files}
     for path in files:
-        before = len(problems)
-        sig = load_file(path, base, taxonomy, problems, validate, cached.get(str(path)) if cached else None)
-        if sig is not None and len(problems) == before and cached is None:
-            parsed_now[str(path)] = _reparse(path)
+        sig = load_file(path, base, taxonomy, problems, validate, parsed[str(path)])
         if sig is None:
             continue
         if sig.id in seen:
@@ -278,12 +297,8 @@ def load_all(root: Path | None = None, validate: bool = True) -> tuple[list[Sign
         seen[sig.id] = sig.file
         sigs.append(sig)
     if cached is None and not problems:
-        _store_parsed(files, parsed_now)
+        _store_parsed(files, parsed)
     return sigs, problems
-
-
-def _reparse(path: Path) -> Any:
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
 
 
 def _cache_key(files: list[Path]) -> str:
