@@ -108,15 +108,20 @@ def _empty_message(exc_line: str) -> bool:
     return exc_line.rstrip().endswith(":") and "\n" not in exc_line
 
 
+# the start of a new log record (a bracketed or dated prefix, glog, NCCL, the next traceback):
+# never part of the exception message before it
+_NEW_RECORD = re.compile(r"^(?:\[|\d{4}-|[IWEF]\d{4} |\w+:\d+:\d+ \[|Traceback|During handling|The above exception)")
+
+
 def _looks_like_record(msg: str) -> bool:
-    return bool(re.match(r"^(?:\[|\d{4}-|[IWEF]\d{4} |\w+:\d+:\d+ \[|Traceback|During handling|The above exception)", msg))
+    return bool(_NEW_RECORD.match(msg))
 
 
 def _continues(msg: str) -> bool:
     """A line that continues a multi-line exception message (not a new log record)."""
     if msg.startswith((" ", "\t")):
         return True
-    if re.match(r"^(?:\[|\d{4}-|[IWEF]\d{4} |\w+:\d+:\d+ \[|Traceback)", msg):
+    if _looks_like_record(msg):
         return False
     if _EXC.match(msg) and _EXC_NAME.search(msg.split(":", 1)[0]):
         return False
