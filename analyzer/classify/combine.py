@@ -46,7 +46,7 @@ def combine(rule: Decision, findings: list[Finding], model: Model | None, struct
     root = own[0] if own else None
     subcategory = root.subcategory if root else None
     alternatives = [_alt(c, p) for c, p in ranked[1:4]]
-    decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes)
+    decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes, decided_by="model")
     return _unknown_if_low(decided, notes)
 
 
@@ -69,4 +69,4 @@ def _unknown_if_low(decision: Decision, notes: list[str]) -> Decision:
     guess = (decision.category, decision.subcategory, decision.confidence)
     notes.append(f"best guess {decision.category} is below the confidence threshold {UNKNOWN_BELOW}")
     return Decision(Category.UNKNOWN, None, decision.confidence, decision.root, decision.root_findings,
-                    [guess, *decision.alternatives][:4], notes)
+                    [guess, *decision.alternatives][:4], notes, decision.decided_by)

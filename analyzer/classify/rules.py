@@ -34,6 +34,7 @@ class Decision:
     root_findings: list[Finding]
     alternatives: list[tuple[Category, str | None, float]]
     notes: list[str] = field(default_factory=list)
+    decided_by: str = "rules"  # rules | model: whose calibration table applies
 
 
 def _standalone(f: Finding, standalone_ids: set[str]) -> bool:

@@ -127,10 +127,8 @@ def folds(samples: list[Sample], k: int) -> list[list[int]]:
     return [sorted(f) for f in out if f]
 
 
-def _decide(model: Model, s: Sample) -> tuple[Decision, str]:
-    d = combine(s.rule, s.findings, model, s.structured, s.tokens)
-    source = "model" if any(n.startswith("the rules were unsure") for n in d.notes) else "rules"
-    return d, source
+def _decide(model: Model, s: Sample) -> Decision:
+    return combine(s.rule, s.findings, model, s.structured, s.tokens)
 
 
 def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:
@@ -149,9 +147,8 @@ def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[S
         raw_model = fit(train) if calibrated else model
         for i in test_idx:
             s = samples[i]
-            d, source = _decide(model, s)
-            raw_d, _ = _decide(raw_model, s)
-            results.append((s, d, source, raw_d.confidence))
+            d = _decide(model, s)
+            results.append((s, d, d.decided_by, _decide(raw_model, s).confidence))
     return results
 
 
