@@ -98,8 +98,9 @@ _NEVER = re.compile(r"(?!)")
 class _LazyRegexes:
     """`[i]`: pattern i compiled for str lines on first use (a never-matching one if invalid)."""
 
-    def __init__(self, patterns: list[Pattern]) -> None:
+    def __init__(self, patterns: list[Pattern], plain: list[str]) -> None:
         self._patterns = patterns
+        self._plain = plain
         self._compiled: dict[int, re.Pattern[str]] = {}
 
     def __getitem__(self, i: int) -> re.Pattern[str]:
@@ -108,7 +109,7 @@ class _LazyRegexes:
             p = self._patterns[i]
             flag = "(?i:" if p.ignore_case else "(?:"
             try:
-                rx = re.compile(flag + _NAMED_GROUP.sub("(?:", p.regex) + ")")
+                rx = re.compile(flag + self._plain[i] + ")")
             except re.error:
                 rx = _NEVER
             self._compiled[i] = rx
@@ -258,13 +259,14 @@ class Scanner:
 
     def __init__(self, patterns: Iterable[Pattern], caps: dict[str, int] | None = None, engine: str | None = None) -> None:
         self.caps = dict(caps or {})  # owner -> most hits kept per file (for broad, low-value patterns)
-        # each pattern compiled once for str lines (named groups made plain); those that do not
-        # compile are dropped here, so no engine ever sees them
         self.patterns = list(patterns)
-        # each pattern's Python form (named groups made plain) is compiled when a line first needs
-        # it: most never do, and compiling hundreds up front was most of a small analysis. A
-        # pattern that does not compile never matches.
-        self._str_res = _LazyRegexes(self.patterns)
+        # named groups of different patterns would collide in one database or expression: every
+        # engine works on these plain forms
+        self._plain = [_NAMED_GROUP.sub("(?:", p.regex) for p in self.patterns]
+        # each pattern's Python form is compiled when a line first needs it: most never do, and
+        # compiling hundreds up front was most of a small analysis. A pattern that does not
+        # compile never matches.
+        self._str_res = _LazyRegexes(self.patterns, self._plain)
         self._owner_ix: dict[str, int] = {}
         for p in self.patterns:
             self._owner_ix.setdefault(p.owner, len(self._owner_ix))
@@ -291,7 +293,7 @@ class Scanner:
         else:
             py_ids = list(range(len(self.patterns)))
         for i in py_ids:
-            py_items.append((i, self.patterns[i], _NAMED_GROUP.sub("(?:", self.patterns[i].regex).encode("utf-8")))
+            py_items.append((i, self.patterns[i], self._plain[i].encode("utf-8")))
         self._py = _PyMatcher(py_items) if py_items else None
 
     # -- Hyperscan
@@ -343,7 +345,7 @@ class Scanner:
         left: list[int] = []
         suspects: list[int] = []
         for i, p in enumerate(self.patterns):
-            rx = _NAMED_GROUP.sub("(?:", p.regex)
+            rx = self._plain[i]
             if _PY_ONLY_SYNTAX.search(rx):
                 left.append(i)
                 continue
@@ -467,7 +469,7 @@ class Scanner:
             rx = self._bytes_res.get(i)
             if rx is None:
                 p = self.patterns[i]
-                rx = self._bytes_res[i] = re.compile(_NAMED_GROUP.sub("(?:", p.regex).encode("utf-8"), re.M | (re.I if p.ignore_case else 0))
+                rx = self._bytes_res[i] = re.compile(self._plain[i].encode("utf-8"), re.M | (re.I if p.ignore_case else 0))
             for m in rx.finditer(buf, ws, we):
                 s = buf.rfind(b"\n", 0, m.start()) + 1
                 e = buf.find(b"\n", m.end())

@@ -19,6 +19,7 @@ def test_database_is_cached_and_reused(tmp_path: Path, monkeypatch: pytest.Monke
     if not scan_mod.HAVE_HYPERSCAN:
         pytest.skip("hyperscan is not installed here")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("POSTMORTEM_NO_CACHE", raising=False)
     first = Scanner(PATTERNS)
     files = sorted(p.name for p in (tmp_path / "postmortem" / "scan").iterdir())
     assert any(f.endswith(".hsdb") for f in files) and any(f.endswith(".json") for f in files)

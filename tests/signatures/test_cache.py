@@ -14,6 +14,7 @@ from ..conftest import REPO
 
 def test_cache_is_used_and_invalidated_by_an_edit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("POSTMORTEM_NO_CACHE", raising=False)
     root = tmp_path / "signatures"
     shutil.copytree(REPO / "signatures", root)
     first, problems = load_all(root)
