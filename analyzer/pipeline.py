@@ -108,14 +108,14 @@ def analyze(run_dir: Path, options: Options | None = None, signatures: list[Sign
 
 
 def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
-    run_dir, findings, events, sigs = a.run_dir, a.findings, a.events, a.signatures
+    run_dir, findings, events = a.run_dir, a.findings, a.events
     taxonomy_titles = category_titles()
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
         rank, host = first_rank(decision, _single_process(events))
         first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
-        remediation = _remediation(decision.root_findings, sigs)
+        remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
         title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
         explanation = _explain(root, decision.root_findings, chain, decision.notes)
@@ -199,7 +199,7 @@ def _context(findings: list[Finding]) -> dict[str, bool]:
     return ctx
 
 
-def _remediation(roots: list[Finding], sigs: list[Signature]) -> tuple[str, ...]:
+def _remediation(roots: list[Finding]) -> tuple[str, ...]:
     out: list[str] = []
     for f in roots:
         for r in f.remediation:

@@ -15,7 +15,7 @@ Every step leaves a note, so the report can say why.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from analyzer.correlate.order import finding_key
 from analyzer.model import Category, Finding, Role
@@ -116,8 +116,6 @@ def _first_of(strong: list[Finding], launcher_roots: set[int], notes: list[str])
 
 
 def _scaled(f: Finding, factor: float) -> Finding:
-    from dataclasses import replace
-
     return replace(f, confidence=round(f.confidence * factor, 3))
 
 
