@@ -304,6 +304,14 @@ def root_cause(out: str) -> dict | None:
     return {"rank": int(rank.group(1)) if rank else None, "host": h}
 
 
+def require_root_cause(out: str) -> dict:
+    """root_cause(out), or NotReproduced when torchrun wrote no Root Cause block."""
+    rc = root_cause(out)
+    if rc is None:
+        raise NotReproduced("no torchrun Root Cause block")
+    return rc
+
+
 def _killpg(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from .. import NotReproduced, Variant, free_port, gdb_core_text, need_in, root_cause
+from .. import NotReproduced, Variant, free_port, gdb_core_text, need_in, require_root_cause
 from ._train_common import LOGGING
 
 NAME = "shm"
@@ -233,10 +233,7 @@ def run(ctx, v: Variant):
     ctx.notes.append("/dev/shm was a 1 MB tmpfs (private mount namespace)")
     ff = {"rank": v.first_rank, "host": v.first_host}
     if p["launcher"] == "torchrun":
-        rc = root_cause(out)
-        if rc is None:
-            raise NotReproduced("no torchrun Root Cause block")
-        ff = rc
+        ff = require_root_cause(out)
     if p.get("core"):
         cores = sorted(ctx.tmp.glob("core*"))
         if not cores:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import NotReproduced, Variant, gdb_core_text, need_in, root_cause
+from .. import NotReproduced, Variant, gdb_core_text, need_in, require_root_cause
 from ._train_common import LOGGING
 
 NAME = "storage"
@@ -203,8 +203,5 @@ def run(ctx, v: Variant):
                                         "note": "core not kept (too large); gdb-backtrace.txt has "
                                                 "`thread apply all bt` and `info proc mappings`"}
     if p["launcher"] == "torchrun":
-        rc = root_cause(res.output)
-        if rc is None:
-            raise NotReproduced("no Root Cause block")
-        return rc
+        return require_root_cause(res.output)
     return {"rank": v.first_rank, "host": v.first_host}

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import sysconfig
 
-from .. import NotReproduced, Variant, need_in, root_cause
+from .. import NotReproduced, Variant, need_in, require_root_cause
 
 NAME = "version_mismatch"
 CATEGORY = "version_mismatch"
@@ -164,8 +164,5 @@ def run(ctx, v: Variant):
                       "glibcxx": "extension linked against a libstdc++.so.6 with GLIBCXX_3.4.99; the "
                                  "system libstdc++.so.6 is loaded"}[p["ext"]])
     if p["launcher"] == "torchrun":
-        rc = root_cause(res.output)
-        if rc is None:
-            raise NotReproduced("no Root Cause block")
-        return rc
+        return require_root_cause(res.output)
     return {"rank": v.first_rank, "host": v.first_host}
