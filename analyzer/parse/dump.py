@@ -51,7 +51,7 @@ def dump_file(kind: str, path: Path) -> dict[str, Any]:
     text, _ = read_text_limited(path, compression)
     if kind == "auto":
         head = read_head(path)
-        kind = _BY_KIND.get(sniff(head, path.name, head), "python_traceback")
+        kind = _BY_KIND.get(sniff(head, path.name), "python_traceback")
         if kind == "python_traceback" and "Traceback (most recent call last)" not in text and "File \"" not in text:
             kind = "torchelastic"
     if kind == "python_traceback":

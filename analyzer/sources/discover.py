@@ -134,7 +134,7 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
     head = read_head(path) if compression else _head(path)
-    kind = sniff(head, path.name, compression is None and raw_head)
+    kind = sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
     status = "pending"
@@ -157,9 +157,9 @@ def _is_core(head: bytes) -> bool:
     return e_type == 4
 
 
-def sniff(head: bytes, name: str, raw_head: bytes | bool) -> SourceKind:
+def sniff(head: bytes, name: str) -> SourceKind:
     """The kind of a file from its first bytes (decompressed), with the name as a tie-breaker."""
-    if isinstance(raw_head, bytes) and _is_core(raw_head) or _is_core(head):
+    if _is_core(head):
         return SourceKind.CORE_DUMP
     nuls = head[:4096].count(b"\x00")
     if nuls > max(8, len(head[:4096]) // 100):
