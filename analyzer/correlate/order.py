@@ -8,19 +8,18 @@ from collections.abc import Iterable
 from analyzer.model import CascadeEntry, Event, Finding, Role, TimelineEntry
 
 
-def sort_key(e: Event) -> tuple[float, int, str, int, str, int]:
-    """Time first (unknown times last), then rank, then file and line: stable and deterministic."""
+def sort_key(e: Event) -> tuple[float, int, str, str, int]:
+    """Time first (unknown times last), then rank, host, file and line: stable and deterministic."""
     return (
         e.time if e.time is not None else float("inf"),
         e.rank if e.rank is not None else 1 << 30,
         e.host or "",
-        0,
         e.loc.file,
         e.loc.line or 0,
     )
 
 
-def finding_key(f: Finding) -> tuple[float, int, str, int, str, int]:
+def finding_key(f: Finding) -> tuple[float, int, str, str, int]:
     return sort_key(f.event)
 
 
