@@ -50,8 +50,9 @@ def main() -> None:
 @click.option("--core-timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may spend on one core.")
 @click.option("--no-redact", is_flag=True, help="Keep secrets (tokens, passwords) seen in logs in the report.")
 @click.option("--color/--no-color", default=None, help="Color in the terminal report (default: when a terminal).")
-def analyze(run_dir: Path, fmt: str, output: Path | None, follow_symlinks: bool, core_timeout: float, no_redact: bool,
-            color: bool | None) -> None:
+def analyze(
+    run_dir: Path, fmt: str, output: Path | None, follow_symlinks: bool, core_timeout: float, no_redact: bool, color: bool | None
+) -> None:
     """Name the root cause of the failed job that left RUN_DIR."""
     from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
@@ -90,7 +91,11 @@ def parse(kind: str, file: Path) -> None:
 
 @main.command()
 @click.argument("core", type=click.Path(path_type=Path, exists=True, dir_okay=False))
-@click.option("--exe", type=click.Path(path_type=Path, exists=True, dir_okay=False), help="The executable (default: found from the core's notes).")
+@click.option(
+    "--exe",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="The executable (default: found from the core's notes).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may run.")
 def core(core: Path, exe: Path | None, fmt: str, timeout: float) -> None:
@@ -123,8 +128,23 @@ def signatures_list(category: str | None, fmt: str) -> None:
 
     sigs = [s for s in database() if category is None or s.category.value == category]
     if fmt == "json":
-        click.echo(json.dumps([{"id": s.id, "category": s.category.value, "subcategory": s.subcategory, "role": s.role.value,
-                                "confidence": s.confidence, "title": s.title, "file": s.file} for s in sigs], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": s.id,
+                        "category": s.category.value,
+                        "subcategory": s.subcategory,
+                        "role": s.role.value,
+                        "confidence": s.confidence,
+                        "title": s.title,
+                        "file": s.file,
+                    }
+                    for s in sigs
+                ],
+                indent=2,
+            )
+        )
         return
     for s in sigs:
         click.echo(f"{s.id:<48} {s.category.value:<17} {s.role.value:<11} {s.confidence:.2f}  {s.title}")
@@ -162,8 +182,13 @@ def signatures_check(root: Path | None) -> None:
 @main.command("eval")
 @click.argument("corpus_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--folds", type=int, default=5, show_default=True,
-              help="k-fold cross-validation grouped by source: the model is retrained without each fold (needs the ml extra).")
+@click.option(
+    "--folds",
+    type=int,
+    default=5,
+    show_default=True,
+    help="k-fold cross-validation grouped by source: the model is retrained without each fold (needs the ml extra).",
+)
 @click.option("--no-cv", is_flag=True, help="Evaluate the shipped model as it is (its training cases included).")
 @click.option("--plot", type=click.Path(path_type=Path), help="Write a PNG of the confusion matrix and reliability curve.")
 @click.option("--min-accuracy", type=float, default=None, help="Exit 1 when accuracy is below this (0..1).")
@@ -178,7 +203,9 @@ def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | N
         try:
             from analyzer.classify.train import cross_validate
         except ImportError as exc:
-            click.echo(f"postmortem: cross-validation needs scikit-learn (pip install 'postmortem[ml]'), or use --no-cv: {exc}", err=True)
+            click.echo(
+                f"postmortem: cross-validation needs scikit-learn (pip install 'postmortem[ml]'), or use --no-cv: {exc}", err=True
+            )
             sys.exit(2)
         result = cross_validate(corpus_dir, folds)
     if plot is not None:
@@ -192,7 +219,9 @@ def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | N
 
 @main.command()
 @click.argument("corpus_dir", type=click.Path(path_type=Path, file_okay=False, exists=True), default="corpora")
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Where to write the model (default: the shipped model file).")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Where to write the model (default: the shipped model file)."
+)
 @click.option("--folds", type=int, default=5, show_default=True, help="Folds for fitting the calibration.")
 def train(corpus_dir: Path, output: Path | None, folds: int) -> None:
     """Train the classifier on labeled cases and write it as JSON (deterministic)."""
@@ -210,8 +239,11 @@ def train(corpus_dir: Path, output: Path | None, folds: int) -> None:
     model, n = run(corpus_dir, folds)
     target = output or MODEL_PATH
     target.write_text(json.dumps(to_json(model), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-    click.echo(f"trained on {n} cases, {len(model.index)} features, {len(model.classes)} classes in "
-               f"{time.monotonic() - start:.1f} s; wrote {target}", err=True)
+    click.echo(
+        f"trained on {n} cases, {len(model.index)} features, {len(model.classes)} classes in "
+        f"{time.monotonic() - start:.1f} s; wrote {target}",
+        err=True,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -75,7 +75,9 @@ class Analysis:
     signatures: list[Signature]
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
-        return case_features(self.findings, self.events, self.rule.category.value if self.rule.root else None, self.rule.confidence)
+        return case_features(
+            self.findings, self.events, self.rule.category.value if self.rule.root else None, self.rule.confidence
+        )
 
 
 def collect(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None) -> Analysis:
@@ -88,7 +90,9 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
-    launcher_roots = {e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None}
+    launcher_roots = {
+        e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None
+    }
     rule = decide(findings, standalone, _context(findings), launcher_roots)
     return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings + clock_notes, sigs)
 
@@ -96,8 +100,12 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
 _SHIPPED = object()
 
 
-def analyze(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None,
-            model: Model | None | object = _SHIPPED) -> Report:
+def analyze(
+    run_dir: Path,
+    options: Options | None = None,
+    signatures: list[Signature] | None = None,
+    model: Model | None | object = _SHIPPED,
+) -> Report:
     opts = options or Options()
     a = collect(run_dir, opts, signatures)
     chosen = shipped_model() if model is _SHIPPED else model
@@ -251,17 +259,25 @@ def _missing(sources: list, events: list, findings: list[Finding], category: Cat
     if SourceKind.KERNEL_LOG not in kinds:
         hosts = sorted({s.host for s in sources if s.host})
         where = f" from host(s) {', '.join(hosts[:8])}" if hosts else ""
-        out.append(f"no kernel log{where}: save `dmesg -T` (or `journalctl -k`) of every node after a failure; it shows OOM kills, Xid and PCIe errors")
+        out.append(
+            f"no kernel log{where}: save `dmesg -T` (or `journalctl -k`) of every node after a failure; it shows OOM kills, Xid and PCIe errors"
+        )
     has_nccl = any(e.kind in (EventKind.NCCL, EventKind.VERSION) or "NCCL INFO" in e.text for e in events)
     if not has_nccl:
-        out.append("no NCCL debug output: run with NCCL_DEBUG=INFO (and NCCL_DEBUG_FILE=nccl.%h.%p.log) to see transports, versions and bus ids")
+        out.append(
+            "no NCCL debug output: run with NCCL_DEBUG=INFO (and NCCL_DEBUG_FILE=nccl.%h.%p.log) to see transports, versions and bus ids"
+        )
     sigs = {f.signature for f in findings}
     if any("sigbus" in s or "bus_error" in s for s in sigs) and SourceKind.CORE_DUMP not in kinds:
-        out.append("a Bus error without a core: record `df -h /dev/shm` and keep the core (`ulimit -c unlimited`) to tie the SIGBUS to the file it hit")
+        out.append(
+            "a Bus error without a core: record `df -h /dev/shm` and keep the core (`ulimit -c unlimited`) to tie the SIGBUS to the file it hit"
+        )
     if any("sigkill" in s for s in sigs) and SourceKind.KERNEL_LOG not in kinds:
         out.append("a rank died of SIGKILL: the kernel log would say whether the OOM killer did it")
     if not any(e.kind is EventKind.TRACEBACK for e in events) and category in (Category.UNKNOWN, Category.USER_CODE):
-        out.append("no Python traceback from the failing rank: decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record")
+        out.append(
+            "no Python traceback from the failing rank: decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record"
+        )
     if not any(e.kind is EventKind.ELASTIC_FAILURE for e in events) and category is Category.UNKNOWN:
         out.append("no launcher summary: keep torchrun's output (--log-dir, --tee 3) so the first failing rank is known")
     return out

@@ -78,9 +78,14 @@ def main() -> int:
         rows: list[tuple[str, float, str]] = []
         grep = shutil.which("grep")
         if grep:
+
             def run_grep(mode: str) -> str:
-                a = subprocess.run([grep, "-c", mode, "-f", str(Path(tmp) / f"cs.{mode[1:]}"), str(log)], capture_output=True, text=True)
-                b = subprocess.run([grep, "-c", "-i", mode, "-f", str(Path(tmp) / f"ci.{mode[1:]}"), str(log)], capture_output=True, text=True)
+                a = subprocess.run(
+                    [grep, "-c", mode, "-f", str(Path(tmp) / f"cs.{mode[1:]}"), str(log)], capture_output=True, text=True
+                )
+                b = subprocess.run(
+                    [grep, "-c", "-i", mode, "-f", str(Path(tmp) / f"ci.{mode[1:]}"), str(log)], capture_output=True, text=True
+                )
                 if a.returncode > 1 or b.returncode > 1:
                     raise SystemExit(f"grep failed: {a.stderr}{b.stderr}")
                 return f"{a.stdout.strip()}+{b.stdout.strip()} lines"
@@ -106,9 +111,18 @@ def main() -> int:
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             results[engine] = [(h.line_no, h.owners) for h in res.hits]  # type: ignore[attr-defined]
-            extra = f"; left to Python re: {len(scanner.python_only)}, prefilter mode: {len(scanner.prefiltered)}" if engine == "hyperscan" else ""
-            rows.append((f"Scanner engine={engine}", secs,
-                         f"{len(res.hits)} hits, build {built:.2f}s, tracemalloc peak {peak / 2**20:.1f} MiB{extra}"))  # type: ignore[attr-defined]
+            extra = (
+                f"; left to Python re: {len(scanner.python_only)}, prefilter mode: {len(scanner.prefiltered)}"
+                if engine == "hyperscan"
+                else ""
+            )
+            rows.append(
+                (
+                    f"Scanner engine={engine}",
+                    secs,
+                    f"{len(res.hits)} hits, build {built:.2f}s, tracemalloc peak {peak / 2**20:.1f} MiB{extra}",
+                )
+            )  # type: ignore[attr-defined]
 
     ref = next((s for name, s, _ in rows if name.startswith("grep -c -E")), None)
     print(f"median of {args.repeat} runs (the Python engine: 1 run)")

@@ -18,9 +18,11 @@ VICTIM = 27
 NODES, GPUS = 8, 8
 
 INIT = "node{n}:{pid}:{tid} [{dev}] NCCL INFO comm 0x557fe785f7a0 rank {rank} nranks 64 cudaDev {dev} nvmlDev {dev} busId {bus}000 commId 0x5ae77eb5ea4ec1ee - Init COMPLETE"
-WATCHDOG = ("[rank{rank}]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation "
-            "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for "
-            "600020 milliseconds before timing out.")
+WATCHDOG = (
+    "[rank{rank}]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, NumelOut=9801523, Timeout(ms)=600000) ran for "
+    "600020 milliseconds before timing out."
+)
 OOM = [
     "[Wed Jun 26 06:14:40 2024] oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/init.scope,task=python,pid={pid},uid=0",
     "[Wed Jun 26 06:14:40 2024] Out of memory: Killed process {pid} (python) total-vm:26,184,840kB, anon-rss:153,700,88kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:38964kB oom_score_adj:0",

@@ -68,7 +68,9 @@ def test_output_file_and_refusal_inside_run_dir(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     code, _, _ = run("analyze", str(REPO / "examples" / "oom-cascade"), "--format", "json", "-o", str(out))
     assert code == 0 and json.loads(out.read_text())["schema_version"] == 1
-    result = CliRunner().invoke(main, ["analyze", str(REPO / "examples" / "oom-cascade"), "-o", str(REPO / "examples" / "oom-cascade" / "x.json")])
+    result = CliRunner().invoke(
+        main, ["analyze", str(REPO / "examples" / "oom-cascade"), "-o", str(REPO / "examples" / "oom-cascade" / "x.json")]
+    )
     assert result.exit_code == 2 and "never writes inside the run dir" in result.output
 
 
@@ -87,7 +89,9 @@ def test_bad_input_gives_notes_and_the_analysis_goes_on(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "binary.bin").write_bytes(bytes(range(256)) * 100)
-    (run_dir / "latin1.log").write_bytes("caf\xe9 \xff\xfe\n".encode("latin-1") + b"RuntimeError: DataLoader worker (pid 9) is killed by signal: Bus error.\n")
+    (run_dir / "latin1.log").write_bytes(
+        "caf\xe9 \xff\xfe\n".encode("latin-1") + b"RuntimeError: DataLoader worker (pid 9) is killed by signal: Bus error.\n"
+    )
     (run_dir / "oneline.log").write_bytes(b"z" * (50 << 20))
     good = gzip.compress(b"line\n" * 10000)
     (run_dir / "trunc.log.gz").write_bytes(good[: len(good) // 2])
@@ -138,9 +142,11 @@ def test_signatures_check_reports_every_problem_with_file(tmp_path: Path) -> Non
     root = tmp_path / "sigs"
     (root / "shm").mkdir(parents=True)
     (root / "taxonomy.yaml").write_text((REPO / "signatures" / "taxonomy.yaml").read_text())
-    (root / "shm" / "bad.one.yaml").write_text("id: bad.two\ntitle: t\ncategory: shm\nsubcategory: shm.nope\nrole: root_cause\n"
-                                               "confidence: 2\ndetection:\n  sel:\n    message|re: '('\n  condition: sel\n"
-                                               "summary: s\ntests:\n  match: ['x']\n  no_match: []\n")
+    (root / "shm" / "bad.one.yaml").write_text(
+        "id: bad.two\ntitle: t\ncategory: shm\nsubcategory: shm.nope\nrole: root_cause\n"
+        "confidence: 2\ndetection:\n  sel:\n    message|re: '('\n  condition: sel\n"
+        "summary: s\ntests:\n  match: ['x']\n  no_match: []\n"
+    )
     (root / "shm" / "broken.yaml").write_text("id: [unclosed\n")
     code, out, _ = run("signatures", "check", "--dir", str(root))
     assert code == 1

@@ -22,8 +22,9 @@ RULES_DECIDE_AT = 0.42
 UNKNOWN_BELOW = 0.3
 
 
-def combine(rule: Decision, findings: list[Finding], model: Model | None, structured: dict[str, float],
-            tokens: Counter[str]) -> Decision:
+def combine(
+    rule: Decision, findings: list[Finding], model: Model | None, structured: dict[str, float], tokens: Counter[str]
+) -> Decision:
     notes = list(rule.notes)
     if model is None or (not findings and not tokens):
         return rule  # nothing to weigh: the model must not guess from its intercepts
@@ -41,8 +42,10 @@ def combine(rule: Decision, findings: list[Finding], model: Model | None, struct
     raw = ranked[0][1]
     confidence = model.calibrate("model", raw)
     notes.append(f"the rules were unsure; the classifier says {category} ({raw:.2f} before calibration)")
-    own = sorted((f for f in findings if f.category is category and f.role is not Role.CONTEXT),
-                 key=lambda f: (f.role is not Role.ROOT_CAUSE, finding_key(f), -f.confidence))
+    own = sorted(
+        (f for f in findings if f.category is category and f.role is not Role.CONTEXT),
+        key=lambda f: (f.role is not Role.ROOT_CAUSE, finding_key(f), -f.confidence),
+    )
     root = own[0] if own else None
     subcategory = root.subcategory if root else None
     alternatives = [_alt(c, p) for c, p in ranked[1:4]]
@@ -54,7 +57,9 @@ def _alt(category: str, probability: float) -> tuple[Category, str | None, float
     return Category(category), None, round(probability, 2)
 
 
-def _merge(a: list[tuple[Category, str | None, float]], b: list[tuple[Category, str | None, float]]) -> list[tuple[Category, str | None, float]]:
+def _merge(
+    a: list[tuple[Category, str | None, float]], b: list[tuple[Category, str | None, float]]
+) -> list[tuple[Category, str | None, float]]:
     out: dict[Category, tuple[Category, str | None, float]] = {}
     for item in a + b:
         if item[0] not in out or item[2] > out[item[0]][2]:
@@ -68,5 +73,13 @@ def _unknown_if_low(decision: Decision, notes: list[str]) -> Decision:
         return decision
     guess = (decision.category, decision.subcategory, decision.confidence)
     notes.append(f"best guess {decision.category} is below the confidence threshold {UNKNOWN_BELOW}")
-    return Decision(Category.UNKNOWN, None, decision.confidence, decision.root, decision.root_findings,
-                    [guess, *decision.alternatives][:4], notes, decision.decided_by)
+    return Decision(
+        Category.UNKNOWN,
+        None,
+        decision.confidence,
+        decision.root,
+        decision.root_findings,
+        [guess, *decision.alternatives][:4],
+        notes,
+        decision.decided_by,
+    )

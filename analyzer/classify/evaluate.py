@@ -74,9 +74,14 @@ class EvalResult:
             lo, hi = b / bins, (b + 1) / bins
             members = [r for r in self.results if lo <= r.confidence < hi or (b == bins - 1 and r.confidence == 1.0)]
             if members:
-                rows.append({"bin": f"{lo:.1f}-{hi:.1f}", "n": len(members),
-                             "mean_confidence": round(sum(r.confidence for r in members) / len(members), 3),
-                             "accuracy": round(sum(r.expected == r.predicted for r in members) / len(members), 3)})
+                rows.append(
+                    {
+                        "bin": f"{lo:.1f}-{hi:.1f}",
+                        "n": len(members),
+                        "mean_confidence": round(sum(r.confidence for r in members) / len(members), 3),
+                        "accuracy": round(sum(r.expected == r.predicted for r in members) / len(members), 3),
+                    }
+                )
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,7 +99,8 @@ class EvalResult:
             "reliability": self.reliability(),
             "misses": [
                 {"case": r.case, "expected": r.expected, "predicted": r.predicted, "confidence": r.confidence}
-                for r in self.results if r.expected != r.predicted
+                for r in self.results
+                if r.expected != r.predicted
             ],
             "errors": self.errors,
         }

@@ -50,7 +50,9 @@ def text_tokens(events: Iterable[Event]) -> Counter[str]:
     return counts
 
 
-def structured(findings: list[Finding], events: list[Event], rule_category: str | None, rule_confidence: float) -> dict[str, float]:
+def structured(
+    findings: list[Finding], events: list[Event], rule_category: str | None, rule_confidence: float
+) -> dict[str, float]:
     feats: dict[str, float] = {}
     for f in findings:
         feats[f"sig={f.signature}"] = 1.0
@@ -74,7 +76,9 @@ def structured(findings: list[Finding], events: list[Event], rule_category: str 
     return feats
 
 
-def case_features(findings: list[Finding], events: list[Event], rule_category: str | None, rule_confidence: float) -> tuple[dict[str, float], Counter[str]]:
+def case_features(
+    findings: list[Finding], events: list[Event], rule_category: str | None, rule_confidence: float
+) -> tuple[dict[str, float], Counter[str]]:
     matched = {id(f.event) for f in findings}
     text_events = [e for e in events if id(e) in matched] + [e for e in events if id(e) not in matched]
     return structured(findings, events, rule_category, rule_confidence), text_tokens(text_events)

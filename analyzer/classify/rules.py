@@ -41,8 +41,12 @@ def _standalone(f: Finding, standalone_ids: set[str]) -> bool:
     return f.signature in standalone_ids
 
 
-def decide(findings: list[Finding], standalone_ids: set[str], context: dict[str, bool] | None = None,
-           launcher_roots: set[int] | None = None) -> Decision:
+def decide(
+    findings: list[Finding],
+    standalone_ids: set[str],
+    context: dict[str, bool] | None = None,
+    launcher_roots: set[int] | None = None,
+) -> Decision:
     context = context or {}
     notes: list[str] = []
     roots = [f for f in findings if f.role is Role.ROOT_CAUSE]
@@ -89,7 +93,9 @@ def decide(findings: list[Finding], standalone_ids: set[str], context: dict[str,
     alternatives = [(c, _subcategory(by_cat[c]), round(s, 2)) for c, s in ranked[1:5]]
     if score < MIN_CONFIDENCE:
         notes.append(f"best guess {cat} below the confidence threshold")
-        return Decision(Category.UNKNOWN, None, round(score, 2), root, winners, [(cat, sub, round(score, 2)), *alternatives], notes)
+        return Decision(
+            Category.UNKNOWN, None, round(score, 2), root, winners, [(cat, sub, round(score, 2)), *alternatives], notes
+        )
     return Decision(cat, sub, round(score, 2), root, winners, alternatives, notes)
 
 
@@ -126,7 +132,9 @@ def _subcategory(fs: list[Finding]) -> str | None:
     return best.subcategory
 
 
-def _precedence(scores: dict[Category, float], by_cat: dict[Category, list[Finding]], context: dict[str, bool], notes: list[str]) -> None:
+def _precedence(
+    scores: dict[Category, float], by_cat: dict[Category, list[Finding]], context: dict[str, bool], notes: list[str]
+) -> None:
     def demote(cat: Category, below: Category, why: str) -> None:
         if cat in scores and below in scores and scores[cat] >= scores[below] - 0.05:
             scores[cat] = max(0.0, scores[below] - 0.1)

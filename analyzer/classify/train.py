@@ -59,9 +59,20 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
         group = str(prov.get("url") or prov.get("script") or case_dir.name)
         structured, tokens = a.features()
         ff = label.get("first_failure") or {}
-        samples.append(Sample(case_dir.relative_to(root).as_posix() if case_dir != root else case_dir.name, group, category,
-                              structured, tokens, a.rule, a.findings, ff.get("rank"), str(label.get("split", "")),
-                              _single_process(a.events)))
+        samples.append(
+            Sample(
+                case_dir.relative_to(root).as_posix() if case_dir != root else case_dir.name,
+                group,
+                category,
+                structured,
+                tokens,
+                a.rule,
+                a.findings,
+                ff.get("rank"),
+                str(label.get("split", "")),
+                _single_process(a.events),
+            )
+        )
     return samples
 
 
@@ -109,8 +120,15 @@ def _row(s: Sample, idf: dict[str, float]) -> dict[str, float]:
 
 def to_json(model: Model) -> dict[str, Any]:
     features = sorted(model.index, key=model.index.__getitem__)
-    return {"classes": list(model.classes), "features": features, "idf": model.idf, "coef": [list(r) for r in model.coef],
-            "intercept": list(model.intercept), "calibration": model.calibration, "meta": model.meta}
+    return {
+        "classes": list(model.classes),
+        "features": features,
+        "idf": model.idf,
+        "coef": [list(r) for r in model.coef],
+        "intercept": list(model.intercept),
+        "calibration": model.calibration,
+        "meta": model.meta,
+    }
 
 
 def folds(samples: list[Sample], k: int) -> list[list[int]]:
@@ -200,8 +218,19 @@ def cross_validate(root: Path, k: int = 5) -> EvalResult:
 
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
         rank, _host = first_rank(d, s.single_process)
-        result.results.append(CaseResult(s.case, s.label, d.category.value, d.confidence, s.expected_rank,
-                                         rank, [], sorted({f.signature for f in d.root_findings}), s.split))
+        result.results.append(
+            CaseResult(
+                s.case,
+                s.label,
+                d.category.value,
+                d.confidence,
+                s.expected_rank,
+                rank,
+                [],
+                sorted({f.signature for f in d.root_findings}),
+                s.split,
+            )
+        )
     result.results.sort(key=lambda r: r.case)
     return result
 

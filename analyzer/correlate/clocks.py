@@ -44,8 +44,10 @@ def align_clocks(events: list[Event]) -> tuple[list[Event], list[str]]:
         off = median(values)
         if abs(off) > SKEW_S:
             shift[host] = off
-            warnings.append(f"the clock of {host} is {off:+.1f} s off {reference[host]}'s (the same death seen in both); "
-                            f"its times are corrected")
+            warnings.append(
+                f"the clock of {host} is {off:+.1f} s off {reference[host]}'s (the same death seen in both); "
+                f"its times are corrected"
+            )
     if not shift:
         return events, warnings
     out = []

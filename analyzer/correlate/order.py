@@ -72,8 +72,14 @@ def cascade(root: Finding, findings: list[Finding], root_category: str) -> list[
         elif len(fs) > 1:
             what = f"{first.title} ({len(fs)} times)"
         entries.append(
-            CascadeEntry(ranks=ranks, host=hosts[0] if len(hosts) == 1 else (None if not hosts else ",".join(hosts[:4])),
-                         time=first.event.time, what=what, caused_by=cause, count=len(fs))
+            CascadeEntry(
+                ranks=ranks,
+                host=hosts[0] if len(hosts) == 1 else (None if not hosts else ",".join(hosts[:4])),
+                time=first.event.time,
+                what=what,
+                caused_by=cause,
+                count=len(fs),
+            )
         )
     entries.sort(key=lambda c: (c.time if c.time is not None else float("inf"), c.ranks[:1] or (1 << 30,), c.what))
     return entries
@@ -90,5 +96,7 @@ def timeline(events: list[Event], findings: list[Finding], limit: int = 200) -> 
     for e in chosen:
         f = matched.get(id(e))
         summary = f.summary if f else e.message
-        out.append(TimelineEntry(e.time, e.host, e.rank, f.signature if f else str(e.kind), summary[:300], e.loc.file, e.loc.line))
+        out.append(
+            TimelineEntry(e.time, e.host, e.rank, f.signature if f else str(e.kind), summary[:300], e.loc.file, e.loc.line)
+        )
     return out

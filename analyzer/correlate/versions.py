@@ -12,8 +12,12 @@ from collections import defaultdict
 from analyzer.correlate.order import ranges, sort_key
 from analyzer.model import Event, EventKind
 
-COMPONENTS = {"nccl_version": "NCCL", "cuda_version": "CUDA runtime (NCCL build)", "driver_version": "CUDA driver",
-              "torch_version": "torch"}
+COMPONENTS = {
+    "nccl_version": "NCCL",
+    "cuda_version": "CUDA runtime (NCCL build)",
+    "driver_version": "CUDA driver",
+    "torch_version": "torch",
+}
 
 
 def _who(e: Event) -> tuple[str | None, int | None, int | None]:
@@ -45,9 +49,23 @@ def version_skew_events(events: list[Event]) -> list[Event]:
             parts.append(f"{value} on {where}")
         message = f"{name} versions differ across the job: " + "; ".join(parts)
         out.append(
-            Event(EventKind.VERSION, first.loc, first.text, message, rank=first.rank, host=first.host, pid=first.pid,
-                  time=first.time, time_text=first.time_text,
-                  fields={"skew": True, "component": name, "versions": sorted(seen), "minority": minority_value,
-                          "source_kind": first.fields.get("source_kind")})
+            Event(
+                EventKind.VERSION,
+                first.loc,
+                first.text,
+                message,
+                rank=first.rank,
+                host=first.host,
+                pid=first.pid,
+                time=first.time,
+                time_text=first.time_text,
+                fields={
+                    "skew": True,
+                    "component": name,
+                    "versions": sorted(seen),
+                    "minority": minority_value,
+                    "source_kind": first.fields.get("source_kind"),
+                },
+            )
         )
     return out

@@ -13,9 +13,7 @@ from datetime import UTC, datetime
 
 _MONTHS = {m: i for i, m in enumerate(calendar.month_abbr) if m}
 
-_ISO = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:?\d{2})?$"
-)
+_ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(Z|[+-]\d{2}:?\d{2})?$")
 _DMESG_T = re.compile(r"^[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})$")
 _SYSLOG = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})$")
 _GLOG = re.compile(r"^[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
@@ -50,13 +48,19 @@ def parse_time(text: str | None, year: int | None = None) -> tuple[float | None,
         return _ts(y, mo, d, h, mi, s, _frac(m.group(7)), offset), False
     m = _DMESG_T.match(text)
     if m:
-        return _ts(int(m.group(6)), _MONTHS.get(m.group(1), 1), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5))), False
+        return _ts(
+            int(m.group(6)), _MONTHS.get(m.group(1), 1), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5))
+        ), False
     m = _SYSLOG.match(text)
     if m:
-        return _ts(year or 1970, _MONTHS.get(m.group(1), 1), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5))), year is None
+        return _ts(
+            year or 1970, _MONTHS.get(m.group(1), 1), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5))
+        ), year is None
     m = _GLOG.match(text)
     if m:
-        return _ts(year or 1970, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)), _frac(m.group(6))), year is None
+        return _ts(
+            year or 1970, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)), _frac(m.group(6))
+        ), year is None
     if _UPTIME.match(text):
         return None, True
     return None, False

@@ -86,8 +86,17 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             try:
                 produced = region_parser(owner)(region)
             except Exception as exc:  # a parser bug must not stop the analysis
-                produced = [Event(EventKind.UNPARSED, Location(file, hit.line_no), hit.lines[0], hit.lines[0].strip(),
-                                  rank=rank, host=host, fields={"note": f"{owner} parser failed: {type(exc).__name__}: {exc}"})]
+                produced = [
+                    Event(
+                        EventKind.UNPARSED,
+                        Location(file, hit.line_no),
+                        hit.lines[0],
+                        hit.lines[0].strip(),
+                        rank=rank,
+                        host=host,
+                        fields={"note": f"{owner} parser failed: {type(exc).__name__}: {exc}"},
+                    )
+                ]
             if produced:
                 parsed_here = produced
                 ends = [ev.end_line for ev in produced if ev.end_line]
@@ -99,8 +108,19 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             p = split_prefix(hit.lines[0])
             line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
             fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
-            parsed_here = [Event(EventKind.LINE, Location(file, hit.line_no), hit.lines[0], p.message.strip(),
-                                 rank=line_rank, host=p.host or host, pid=p.pid, time_text=p.time_text, fields=fields)]
+            parsed_here = [
+                Event(
+                    EventKind.LINE,
+                    Location(file, hit.line_no),
+                    hit.lines[0],
+                    p.message.strip(),
+                    rank=line_rank,
+                    host=p.host or host,
+                    pid=p.pid,
+                    time_text=p.time_text,
+                    fields=fields,
+                )
+            ]
         for ev in parsed_here:
             ev.fields.setdefault("source_kind", str(kind))
         events.extend(parsed_here)
@@ -134,8 +154,18 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
         ev.fields["source_kind"] = str(src.kind)
     out.events.extend(events)
     bad = any(e.kind == EventKind.UNPARSED for e in events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, text.count("\n") + 1, "error" if bad else "parsed",
-                                  "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""), src.rank, src.host))
+    out.sources.append(
+        SourceInfo(
+            src.rel,
+            src.kind,
+            src.size,
+            text.count("\n") + 1,
+            "error" if bad else "parsed",
+            "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""),
+            src.rank,
+            src.host,
+        )
+    )
 
 
 def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
@@ -148,7 +178,9 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     try:
         bt = parse_text(text)
     except Exception as exc:
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, lines, "error", f"backtrace not understood: {exc}", src.rank, src.host))
+        out.sources.append(
+            SourceInfo(src.rel, src.kind, src.size, lines, "error", f"backtrace not understood: {exc}", src.rank, src.host)
+        )
         return
     first = text.split("\n", 1)[0]
     ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
@@ -158,14 +190,18 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     if fault.get("fault_mapping"):
         ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host))
+    out.sources.append(
+        SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host)
+    )
 
 
 def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
     try:
         from analyzer.sources import coredump
     except ImportError:
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "skipped", "core analysis not available", src.rank, src.host))
+        out.sources.append(
+            SourceInfo(src.rel, src.kind, src.size, None, "skipped", "core analysis not available", src.rank, src.host)
+        )
         return
     try:
         info = coredump.analyze_core(src.path, timeout=core_timeout)

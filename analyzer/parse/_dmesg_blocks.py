@@ -61,10 +61,22 @@ class Oops:
     kernel: str | None = None
 
 
-_KINDS = (("soft lockup", "soft_lockup"), ("blocked for more than", "hung_task"), ("detected stall", "rcu_stall"),
-          ("kernel panic", "panic"), ("general protection", "general_protection"), ("[ info:", "lockdep"),
-          ("[ bug:", "lockdep"), ("info: ", "lockdep"), ("warning:", "warning"), ("kernel bug", "bug"),
-          ("bug", "bug"), ("oops", "oops"), ("internal error", "oops"), ("unable to handle", "oops"))
+_KINDS = (
+    ("soft lockup", "soft_lockup"),
+    ("blocked for more than", "hung_task"),
+    ("detected stall", "rcu_stall"),
+    ("kernel panic", "panic"),
+    ("general protection", "general_protection"),
+    ("[ info:", "lockdep"),
+    ("[ bug:", "lockdep"),
+    ("info: ", "lockdep"),
+    ("warning:", "warning"),
+    ("kernel bug", "bug"),
+    ("bug", "bug"),
+    ("oops", "oops"),
+    ("internal error", "oops"),
+    ("unable to handle", "oops"),
+)
 
 
 def oops_kind(title: str) -> str:
@@ -75,8 +87,9 @@ def oops_kind(title: str) -> str:
 
 
 def starts_oops(rec: LineRecord) -> bool:
-    return rec.kind == "plain" and bool(_OOPS_HEADER.match(rec.message) or _OOPS_SEPARATOR.match(rec.message)
-                                        or _TRACE_START.match(rec.message))
+    return rec.kind == "plain" and bool(
+        _OOPS_HEADER.match(rec.message) or _OOPS_SEPARATOR.match(rec.message) or _TRACE_START.match(rec.message)
+    )
 
 
 def collect_oops(records: Sequence[LineRecord], lines: Sequence[str], start: int) -> Oops:
@@ -98,8 +111,7 @@ def collect_oops(records: Sequence[LineRecord], lines: Sequence[str], start: int
                 break
             # after its call trace, a line that no oops has ends it (lockdep reports have free text between
             # their lock-chain frames, so only lines after the trace marker count)
-            if seen_trace and oops.frames and rec.kind == "plain" and not _OOPS_BODY.match(msg) \
-                    and not _indented(lines[i], rec):
+            if seen_trace and oops.frames and rec.kind == "plain" and not _OOPS_BODY.match(msg) and not _indented(lines[i], rec):
                 break
         oops.end = i
         if not title_found and rec.kind == "plain" and _OOPS_HEADER.match(msg):
@@ -120,8 +132,9 @@ def collect_oops(records: Sequence[LineRecord], lines: Sequence[str], start: int
             break
         i += 1
     if not title_found:
-        oops.title = next((r.message for r in records[start : oops.end + 1] if r.message and not
-                           _OOPS_SEPARATOR.match(r.message)), "Call Trace")
+        oops.title = next(
+            (r.message for r in records[start : oops.end + 1] if r.message and not _OOPS_SEPARATOR.match(r.message)), "Call Trace"
+        )
         oops.kind = oops_kind(oops.title) if _OOPS_HEADER.match(oops.title) else "call_trace"
     return oops
 
@@ -183,6 +196,5 @@ def collect_oom(records: Sequence[LineRecord], start: int) -> tuple[int, dict[st
         i += 1
     if "killed_line_index" not in fields:
         # no kill line: the report ends where its own lines end, not at the next unrelated line
-        end = max((j for j in range(start, end + 1) if records[j].kind in ("oom_invoked", "oom_kill", "killed")),
-                  default=start)
+        end = max((j for j in range(start, end + 1) if records[j].kind in ("oom_invoked", "oom_kill", "killed")), default=start)
     return end, fields

@@ -48,11 +48,15 @@ _DISPATCH: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bKill(?:ed)? process \d+ \("), "killed_line"),
     (re.compile(r"\]: segfault at "), "segfault_line"),
     (re.compile(r"traps: "), "trap_line"),
-    (re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +(?:AER:|PCIe Bus Error|device \[|\[ ?\d+\])"),
-     "aer_line"),
+    (
+        re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: +(?:AER:|PCIe Bus Error|device \[|\[ ?\d+\])"),
+        "aer_line",
+    ),
     (re.compile(r"Modules linked in:"), "modules_line"),
-    (re.compile(r"\[<[0-9a-fA-F]+>\]|\[[0-9a-fA-F]{8,16}\] \[|(?:^|[\]\s])(?:\? )?[\w.$]{1,200}\+0x[0-9a-fA-F]+/0x"),
-     "frame_line"),
+    (
+        re.compile(r"\[<[0-9a-fA-F]+>\]|\[[0-9a-fA-F]{8,16}\] \[|(?:^|[\]\s])(?:\? )?[\w.$]{1,200}\+0x[0-9a-fA-F]+/0x"),
+        "frame_line",
+    ),
 )
 
 
@@ -69,8 +73,14 @@ def _resolve(stamps: list[_Stamp]) -> Stamps:
     uptime = float(up.time_text) if up and up.time_format == "uptime" and up.time_text else None
     host = next((s.host for s in stamps if s.host), None)
     tag = next((s.tag for s in stamps if s.tag), None)
-    return Stamps(chosen.time_text if chosen else None, chosen.time_format if chosen else None, uptime, host, tag,
-                  max((s.end for s in stamps), default=0))
+    return Stamps(
+        chosen.time_text if chosen else None,
+        chosen.time_format if chosen else None,
+        uptime,
+        host,
+        tag,
+        max((s.end for s in stamps), default=0),
+    )
 
 
 _TRANSFORMER = KernelTransformer()

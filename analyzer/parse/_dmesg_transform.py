@@ -66,8 +66,14 @@ def _kb(text: str) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
-_SIGNAL_OF_TRAP = (("general protection", "SIGSEGV"), ("invalid opcode", "SIGILL"), ("divide error", "SIGFPE"),
-                   ("int3", "SIGTRAP"), ("stack segment", "SIGBUS"), ("alignment", "SIGBUS"))
+_SIGNAL_OF_TRAP = (
+    ("general protection", "SIGSEGV"),
+    ("invalid opcode", "SIGILL"),
+    ("divide error", "SIGFPE"),
+    ("int3", "SIGTRAP"),
+    ("stack segment", "SIGBUS"),
+    ("alignment", "SIGBUS"),
+)
 
 
 @v_args(inline=True)
@@ -245,8 +251,13 @@ class KernelTransformer(Transformer[Token, Any]):
     def segfault_line(self, *c: Any) -> _Parsed:
         stamps, rest = _stamps(c)
         proc, addr, ip, sp, error, *tail = rest
-        fields = _proc(proc) | {"signal": "SIGSEGV", "fault_address": str(addr), "ip": str(ip), "sp": str(sp),
-                                "error_code": int(error)}
+        fields = _proc(proc) | {
+            "signal": "SIGSEGV",
+            "fault_address": str(addr),
+            "ip": str(ip),
+            "sp": str(sp),
+            "error_code": int(error),
+        }
         return _Parsed("segfault", stamps, fields | dict(tail))
 
     def trap_line(self, *c: Any) -> _Parsed:

@@ -10,10 +10,25 @@ from lark import Token, Transformer, v_args
 from analyzer.model import EventKind
 
 # ncclResult_t: the number NCCL's INFO `file.cc:123 -> N` lines propagate, and the name PyTorch prints
-ERROR_CODES = {1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
-               4: "ncclInvalidArgument", 5: "ncclInvalidUsage", 6: "ncclRemoteError", 7: "ncclInProgress"}
-_ERROR_TEXTS = (("unhandled cuda error", 1), ("unhandled system error", 2), ("internal error", 3),
-                ("invalid argument", 4), ("invalid usage", 5), ("remote process exited", 6), ("network error", 6))
+ERROR_CODES = {
+    1: "ncclUnhandledCudaError",
+    2: "ncclSystemError",
+    3: "ncclInternalError",
+    4: "ncclInvalidArgument",
+    5: "ncclInvalidUsage",
+    6: "ncclRemoteError",
+    7: "ncclInProgress",
+}
+_ERROR_TEXTS = (
+    ("unhandled cuda error", 1),
+    ("unhandled system error", 2),
+    ("internal error", 3),
+    ("invalid argument", 4),
+    ("invalid usage", 5),
+    ("remote process exited", 6),
+    ("network error", 6),
+)
+
 
 def normalize_bus_id(bus_id: str) -> str | None:
     """NCCL's busId (`3b000`, `0000:3b:00.0`) -> `0000:3b:00` (domain:bus:device)."""
@@ -68,8 +83,15 @@ class NcclTransformer(Transformer[Token, Any]):
     def comm(self, *parts: Any) -> tuple[EventKind, dict[str, Any]]:
         pairs: dict[str, str] = dict(p for p in parts if isinstance(p, tuple))
         fields: dict[str, Any] = {"comm": next(str(p) for p in parts if isinstance(p, Token) and p.type == "HEXNUM")}
-        for key, name in (("rank", "rank"), ("nranks", "nranks"), ("nRanks", "nranks"), ("cudaDev", "cuda_dev"),
-                          ("nvmlDev", "nvml_dev"), ("nNodes", "nnodes"), ("localRank", "local_rank")):
+        for key, name in (
+            ("rank", "rank"),
+            ("nranks", "nranks"),
+            ("nRanks", "nranks"),
+            ("cudaDev", "cuda_dev"),
+            ("nvmlDev", "nvml_dev"),
+            ("nNodes", "nnodes"),
+            ("localRank", "local_rank"),
+        ):
             if key in pairs and pairs[key].lstrip("-").isdigit():
                 fields[name] = int(pairs[key])
         if "busId" in pairs:
@@ -88,9 +110,13 @@ class NcclTransformer(Transformer[Token, Any]):
 
     def channel(self, chan: Token, src: Token, dst: Token, *rest: Token) -> tuple[EventKind, dict[str, Any]]:
         direction = next((r.strip("[]") for r in rest if r.type == "DIRECTION"), None)
-        return EventKind.NCCL, {"channel": str(chan), "peer_from": int(src.split("[")[0]),
-                                "peer_to": int(dst.split("[")[0]), "transport": str(rest[-1]),
-                                **({"direction": direction} if direction else {})}
+        return EventKind.NCCL, {
+            "channel": str(chan),
+            "peer_from": int(src.split("[")[0]),
+            "peer_to": int(dst.split("[")[0]),
+            "transport": str(rest[-1]),
+            **({"direction": direction} if direction else {}),
+        }
 
     def ring(self, chan: Token, *ranks: Token) -> tuple[EventKind, dict[str, Any]]:
         return EventKind.NCCL, {"channel": str(chan), "ring": [int(r) for r in ranks]}
@@ -118,8 +144,7 @@ class NcclTransformer(Transformer[Token, Any]):
     def propagation(self, loc: Token, code: Token, *tag: Token) -> tuple[EventKind, dict[str, Any]]:
         file, line = loc.rsplit(":", 1)
         number = int(code)
-        return EventKind.NCCL, {"src_file": file, "src_line": int(line), "result": number,
-                                "error_code": ERROR_CODES.get(number)}
+        return EventKind.NCCL, {"src_file": file, "src_line": int(line), "result": number, "error_code": ERROR_CODES.get(number)}
 
     def cuda_failure(self, *parts: Token) -> tuple[EventKind, dict[str, Any]]:
         fields: dict[str, Any] = {"cuda_error": parts[-1].strip("'"), "error_code": "ncclUnhandledCudaError"}
@@ -128,12 +153,15 @@ class NcclTransformer(Transformer[Token, Any]):
         return EventKind.NCCL, fields
 
     def shm_error(self, verb: Token, path: Token, size: Token, *rest: Token) -> tuple[EventKind, dict[str, Any]]:
-        return EventKind.NCCL, {"shm_path": str(path), "shm_size": int(size), "shm_op": str(verb),
-                                "error_code": "ncclSystemError"}
+        return EventKind.NCCL, {
+            "shm_path": str(path),
+            "shm_size": int(size),
+            "shm_op": str(verb),
+            "error_code": "ncclSystemError",
+        }
 
     def shm_extend(self, path: Token, size: Token, *rest: Token) -> tuple[EventKind, dict[str, Any]]:
-        return EventKind.NCCL, {"shm_path": str(path), "shm_size": int(size), "shm_op": "extend",
-                                "error_code": "ncclSystemError"}
+        return EventKind.NCCL, {"shm_path": str(path), "shm_size": int(size), "shm_op": "extend", "error_code": "ncclSystemError"}
 
     def text(self, _text: Token) -> tuple[EventKind, dict[str, Any]]:
         return EventKind.NCCL, {}
@@ -191,8 +219,7 @@ class NcclTransformer(Transformer[Token, Any]):
         return {"watchdog": "stuck", "stuck_s": int(seconds)}
 
     def wd_last_work(self, _kw: Token, work: Token, enqueued: Token, completed: Token) -> dict[str, Any]:
-        return {"watchdog": "last_work", "seq_num": int(work), "last_enqueued": int(enqueued),
-                "last_completed": int(completed)}
+        return {"watchdog": "last_work", "seq_num": int(work), "last_enqueued": int(enqueued), "last_completed": int(completed)}
 
     def wd_terminated(self, *parts: Any) -> dict[str, Any]:
         fields: dict[str, Any] = {}
@@ -213,8 +240,13 @@ class NcclTransformer(Transformer[Token, Any]):
         return {"watchdog": "other"}
 
     def work(self, *items: tuple[str, str]) -> dict[str, Any]:
-        names = {"SeqNum": "seq_num", "OpType": "op_type", "NumelIn": "numel_in", "NumelOut": "numel_out",
-                 "Timeout(ms)": "timeout_ms"}
+        names = {
+            "SeqNum": "seq_num",
+            "OpType": "op_type",
+            "NumelIn": "numel_in",
+            "NumelOut": "numel_out",
+            "Timeout(ms)": "timeout_ms",
+        }
         out: dict[str, Any] = {}
         for key, value in items:
             value = value.strip()

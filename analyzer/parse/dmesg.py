@@ -71,8 +71,16 @@ def _base_fields(rec: LineRecord) -> dict[str, Any]:
     return out
 
 
-def _event(kind: EventKind, rec: LineRecord, raw: str, loc: Location, region: Region | None,
-           fields: dict[str, Any], pid: int | None = None, end_line: int | None = None) -> Event:
+def _event(
+    kind: EventKind,
+    rec: LineRecord,
+    raw: str,
+    loc: Location,
+    region: Region | None,
+    fields: dict[str, Any],
+    pid: int | None = None,
+    end_line: int | None = None,
+) -> Event:
     return Event(
         kind=kind,
         loc=loc,
@@ -87,8 +95,14 @@ def _event(kind: EventKind, rec: LineRecord, raw: str, loc: Location, region: Re
     )
 
 
-def _events(records: Sequence[LineRecord], lines: Sequence[str], file: str, first_line: int,
-            region: Region | None, only_first: bool = False) -> tuple[list[Event], list[Oops]]:
+def _events(
+    records: Sequence[LineRecord],
+    lines: Sequence[str],
+    file: str,
+    first_line: int,
+    region: Region | None,
+    only_first: bool = False,
+) -> tuple[list[Event], list[Oops]]:
     events: list[Event] = []
     oopses: list[Oops] = []
     for group, start, end, payload in _groups(records, lines):
@@ -103,8 +117,16 @@ def _events(records: Sequence[LineRecord], lines: Sequence[str], file: str, firs
             if isinstance(kill_index, int):
                 fields["killed_line"] = first_line + kill_index
             killed = fields.get("killed_pid")
-            ev = _event(EventKind.OOM_KILL, kill_rec, lines[start], loc, region, fields,
-                        pid=killed if isinstance(killed, int) else None, end_line=last)
+            ev = _event(
+                EventKind.OOM_KILL,
+                kill_rec,
+                lines[start],
+                loc,
+                region,
+                fields,
+                pid=killed if isinstance(killed, int) else None,
+                end_line=last,
+            )
             ev = Event(**{**_as_kwargs(ev), "message": kill_rec.message, "time_text": kill_rec.stamps.time_text})
         elif group == "oops":
             oops: Oops = payload
@@ -170,8 +192,15 @@ def parse_text(text: str) -> dict[str, Any]:
     events, oopses = parse_lines(lines)
     out_events = []
     for ev in events:
-        row: dict[str, Any] = {"kind": str(ev.kind), "line": ev.loc.line, "time": ev.time_text, "host": ev.host,
-                               "rank": ev.rank, "pid": ev.pid, "message": ev.message}
+        row: dict[str, Any] = {
+            "kind": str(ev.kind),
+            "line": ev.loc.line,
+            "time": ev.time_text,
+            "host": ev.host,
+            "rank": ev.rank,
+            "pid": ev.pid,
+            "message": ev.message,
+        }
         row.update({k: _jsonable(v) for k, v in ev.fields.items() if k not in ("frames", "frame_offsets")})
         if ev.end_line:
             row["end_line"] = ev.end_line
@@ -184,8 +213,10 @@ def parse_text(text: str) -> dict[str, Any]:
             "title": oops.title,
             "process": oops.process,
             "pid": oops.pid,
-            "frames": [{"function": f.function, "reliable": f.reliable, "offset": f.offset, "module": f.module,
-                        "address": f.address} for f in oops.frames],
+            "frames": [
+                {"function": f.function, "reliable": f.reliable, "offset": f.offset, "module": f.module, "address": f.address}
+                for f in oops.frames
+            ],
             "modules": list(oops.modules),
         }
         for oops in oopses

@@ -24,7 +24,12 @@ _BY_KIND = {
 
 def event_dict(e: Event) -> dict[str, Any]:
     d: dict[str, Any] = {
-        "kind": str(e.kind), "line": e.loc.line, "time": e.time_text, "host": e.host, "rank": e.rank, "pid": e.pid,
+        "kind": str(e.kind),
+        "line": e.loc.line,
+        "time": e.time_text,
+        "host": e.host,
+        "rank": e.rank,
+        "pid": e.pid,
         "message": e.message,
     }
     for k, v in e.fields.items():
@@ -52,7 +57,7 @@ def dump_file(kind: str, path: Path) -> dict[str, Any]:
     if kind == "auto":
         head = read_head(path)
         kind = _BY_KIND.get(sniff(head, path.name), "python_traceback")
-        if kind == "python_traceback" and "Traceback (most recent call last)" not in text and "File \"" not in text:
+        if kind == "python_traceback" and "Traceback (most recent call last)" not in text and 'File "' not in text:
             kind = "torchelastic"
     if kind == "python_traceback":
         return {"tracebacks": [python_traceback.to_dict(tb) for tb in python_traceback.parse_text(text)]}

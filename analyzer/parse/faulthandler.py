@@ -85,8 +85,20 @@ def parse_region(region: Region) -> list[Event]:
     }
     message = f"Fatal Python error: {fatal}" if fatal else "faulthandler dump"
     return [
-        Event(kind=EventKind.FAULTHANDLER, loc=Location(region.file, region.start), text=region.lines[0], message=message,
-              rank=first.rank if first.rank is not None else first.local_rank if first.local_rank is not None else region.source_rank,
-              host=first.host or region.source_host, pid=first.pid, time_text=first.time_text, fields=fields,
-              end_line=region.start + len(body) - 1)
+        Event(
+            kind=EventKind.FAULTHANDLER,
+            loc=Location(region.file, region.start),
+            text=region.lines[0],
+            message=message,
+            rank=first.rank
+            if first.rank is not None
+            else first.local_rank
+            if first.local_rank is not None
+            else region.source_rank,
+            host=first.host or region.source_host,
+            pid=first.pid,
+            time_text=first.time_text,
+            fields=fields,
+            end_line=region.start + len(body) - 1,
+        )
     ]

@@ -29,9 +29,11 @@ __all__ = ["ERROR_CODES", "TRIGGERS", "normalize_bus_id", "parse_line", "parse_r
 
 MAX_LINE = 65536
 
-_WATCHDOG = re.compile(r"Watchdog caught|Heartbeat monitor timed out|watchdog got stuck|Some NCCL operations have"
-                       r"|taking the entire process down|detected by watchdog at work|Timeout at NCCL work"
-                       r"|watchdog thread terminated|raised the following async exception")
+_WATCHDOG = re.compile(
+    r"Watchdog caught|Heartbeat monitor timed out|watchdog got stuck|Some NCCL operations have"
+    r"|taking the entire process down|detected by watchdog at work|Timeout at NCCL work"
+    r"|watchdog thread terminated|raised the following async exception"
+)
 
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(r"NCCL (?:INFO|WARN|TRACE|ABORT) "),
@@ -95,9 +97,17 @@ def _event(line: str, file: str, line_no: int, region: Region | None) -> Event:
     rank = fields.get("rank")
     if not isinstance(rank, int):
         rank = prefix.rank if prefix.rank is not None else region.source_rank if region else None
-    return Event(kind=kind, loc=Location(file, line_no), text=line, message=message, rank=rank,
-                 host=fields.get("nccl_host") or prefix.host or (region.source_host if region else None),
-                 pid=fields.get("nccl_pid") or prefix.pid, time_text=prefix.time_text, fields=fields)
+    return Event(
+        kind=kind,
+        loc=Location(file, line_no),
+        text=line,
+        message=message,
+        rank=rank,
+        host=fields.get("nccl_host") or prefix.host or (region.source_host if region else None),
+        pid=fields.get("nccl_pid") or prefix.pid,
+        time_text=prefix.time_text,
+        fields=fields,
+    )
 
 
 def parse_region(region: Region) -> list[Event]:
@@ -118,6 +128,16 @@ def parse_text(text: str) -> dict[str, Any]:
         if not any(re.search(t.pattern, line) for t in TRIGGERS):
             continue
         ev = parse_region(Region("<text>", i + 1, tuple(lines[i : i + 2]), "nccl"))[0]
-        events.append({"kind": str(ev.kind), "line": ev.loc.line, "time": ev.time_text, "host": ev.host,
-                       "rank": ev.rank, "pid": ev.pid, "message": ev.message, **ev.fields})
+        events.append(
+            {
+                "kind": str(ev.kind),
+                "line": ev.loc.line,
+                "time": ev.time_text,
+                "host": ev.host,
+                "rank": ev.rank,
+                "pid": ev.pid,
+                "message": ev.message,
+                **ev.fields,
+            }
+        )
     return {"events": events}

@@ -65,7 +65,11 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
         if state == "exception":
             if stripped in _LINKS:
                 state = "link"
-            elif not after_blank and continuation < MAX_CONTINUATION and (_continues(msg) or _empty_message(out[-1]) and not _looks_like_record(msg)):
+            elif (
+                not after_blank
+                and continuation < MAX_CONTINUATION
+                and (_continues(msg) or _empty_message(out[-1]) and not _looks_like_record(msg))
+            ):
                 out[-1] = out[-1] + "\n" + msg
                 continuation += 1
                 last = i
@@ -125,7 +129,12 @@ def _continues(msg: str) -> bool:
         return False
     if _EXC.match(msg) and _EXC_NAME.search(msg.split(":", 1)[0]):
         return False
-    return bool(re.match(r"^(?:CUDA|For debugging|Compile with|Tried to|If reserved|See documentation|Of the allocated|Including non-PyTorch|Process \d+ has|This error|HINT|Exception raised from)", msg))
+    return bool(
+        re.match(
+            r"^(?:CUDA|For debugging|Compile with|Tried to|If reserved|See documentation|Of the allocated|Including non-PyTorch|Process \d+ has|This error|HINT|Exception raised from)",
+            msg,
+        )
+    )
 
 
 class _ToModel(Transformer[Token, list[PyTraceback]]):
@@ -252,7 +261,9 @@ def parse_region(region: Region) -> list[Event]:
             loc=Location(region.file, exc_line),
             text=lines[0],
             message=message,
-            rank=first.rank if first.rank is not None else (first.local_rank if first.local_rank is not None else region.source_rank),
+            rank=first.rank
+            if first.rank is not None
+            else (first.local_rank if first.local_rank is not None else region.source_rank),
             host=first.host or region.source_host,
             pid=first.pid,
             time_text=first.time_text,

@@ -100,12 +100,22 @@ class _Record(Transformer[Token, dict[str, Any]]):
 
     def failed_exitcode(self, items: list[Token]) -> dict[str, Any]:
         code = int(items[0])
-        return {"record": "failed_exitcode", "exitcode": code, "local_rank": int(items[1]), "pid": int(items[2]),
-                "signal": signal_name(-code) if code < 0 else None}
+        return {
+            "record": "failed_exitcode",
+            "exitcode": code,
+            "local_rank": int(items[1]),
+            "pid": int(items[2]),
+            "signal": signal_name(-code) if code < 0 else None,
+        }
 
     def signal_received(self, items: list[Token]) -> dict[str, Any]:
-        return {"record": "signal_received", "signal_number": int(items[0]), "signal": str(items[1]), "pid": int(items[2]),
-                "exitcode": -int(items[0])}
+        return {
+            "record": "signal_received",
+            "signal_number": int(items[0]),
+            "signal": str(items[1]),
+            "pid": int(items[2]),
+            "exitcode": -int(items[0]),
+        }
 
     def return_code(self, items: list[Token]) -> dict[str, Any]:
         code = int(items[0])
@@ -122,7 +132,12 @@ class _Record(Transformer[Token, dict[str, Any]]):
 
     def exitcode_pid(self, items: list[Token]) -> dict[str, Any]:
         code = int(items[0])
-        return {"record": "exitcode_pid", "exitcode": code, "pid": int(items[1]), "signal": signal_name(-code) if code < 0 else None}
+        return {
+            "record": "exitcode_pid",
+            "exitcode": code,
+            "pid": int(items[1]),
+            "signal": signal_name(-code) if code < 0 else None,
+        }
 
     def died_with(self, items: list[Token]) -> dict[str, Any]:
         return {"record": "died_with", "signal": str(items[0]), "exitcode": -int(items[1])}
@@ -171,9 +186,17 @@ def parse_region(region: Region) -> list[Event]:
     # mp.spawn's "process N terminated" counts processes from 0: N is the rank it was given
     rank = first.rank if first.rank is not None else record.get("local_rank", record.get("process", region.source_rank))
     return [
-        Event(kind=kind, loc=Location(region.file, region.start), text=region.lines[0], message=first.message.strip(),
-              rank=rank if isinstance(rank, int) else None, host=first.host or region.source_host,
-              pid=record.get("pid"), time_text=first.time_text, fields=record)
+        Event(
+            kind=kind,
+            loc=Location(region.file, region.start),
+            text=region.lines[0],
+            message=first.message.strip(),
+            rank=rank if isinstance(rank, int) else None,
+            host=first.host or region.source_host,
+            pid=record.get("pid"),
+            time_text=first.time_text,
+            fields=record,
+        )
     ]
 
 
@@ -202,9 +225,17 @@ def _summary_events(region: Region) -> list[Event]:
         if row.get("traceback"):
             msg += f": {row['traceback']}"
         events.append(
-            Event(kind=EventKind.ELASTIC_FAILURE, loc=Location(region.file, line_no), text=region.lines[0], message=msg,
-                  rank=row.get("rank"), host=row.get("host") or region.source_host, pid=row.get("pid"),
-                  time_text=row.get("time"), fields=row)
+            Event(
+                kind=EventKind.ELASTIC_FAILURE,
+                loc=Location(region.file, line_no),
+                text=region.lines[0],
+                message=msg,
+                rank=row.get("rank"),
+                host=row.get("host") or region.source_host,
+                pid=row.get("pid"),
+                time_text=row.get("time"),
+                fields=row,
+            )
         )
     return events
 
@@ -222,13 +253,21 @@ def parse_error_json(text: str, file: str, rank: int | None, host: str | None) -
         message = message.get("message", "")
     text_msg = str(message)
     last = text_msg.strip().splitlines()[-1] if text_msg.strip() else ""
-    fields: dict[str, Any] = {"py_callstack": extra.get("py_callstack"), "timestamp": extra.get("timestamp"),
-                              "error_json": True}
+    fields: dict[str, Any] = {"py_callstack": extra.get("py_callstack"), "timestamp": extra.get("timestamp"), "error_json": True}
     m = re.match(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$", last)
     if m:
         fields["exception_type"] = m.group(1)
         fields["exception_message"] = m.group(2) or ""
     ts = extra.get("timestamp")
-    return [Event(kind=EventKind.TRACEBACK if m else EventKind.LINE, loc=Location(file, 1), text=last, message=last,
-                  rank=rank, host=host, time=float(ts) if isinstance(ts, (int, float, str)) and str(ts).isdigit() else None,
-                  fields=fields)]
+    return [
+        Event(
+            kind=EventKind.TRACEBACK if m else EventKind.LINE,
+            loc=Location(file, 1),
+            text=last,
+            message=last,
+            rank=rank,
+            host=host,
+            time=float(ts) if isinstance(ts, (int, float, str)) and str(ts).isdigit() else None,
+            fields=fields,
+        )
+    ]

@@ -28,10 +28,12 @@ def _lanes(entries: list[TimelineEntry]) -> list[str]:
         name = _lane(t)
         if name not in lanes:
             lanes.append(name)
+
     def key(name: str) -> tuple[int, int, str]:
         if name.startswith("rank "):
             return (0, int(name.split()[1].split("@")[0]), name)
         return (1, 0, name)
+
     return sorted(lanes, key=key)
 
 
@@ -54,13 +56,16 @@ def timeline_svg(report: Report, width: int = 1100) -> tuple[str, bool]:
     x0, x1 = left, width - 20
     if real_time:
         lo, hi = min(timed), max(timed)
+
         def xpos(i: int, t: TimelineEntry) -> float:
             if t.time is None:
                 return x1
             return x0 + (x1 - x0) * (t.time - lo) / (hi - lo)
     else:
+
         def xpos(i: int, t: TimelineEntry) -> float:
             return x0 + (x1 - x0) * (i / max(1, len(entries) - 1))
+
     ff = report.verdict.first_failure
     cascade_sigs = {c.what for c in report.cascade}
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="timeline">']
@@ -72,7 +77,9 @@ def timeline_svg(report: Report, width: int = 1100) -> tuple[str, bool]:
         y = top + lanes.index(_lane(t)) * row + 10
         x = xpos(i, t)
         is_first = ff.file == t.file and ff.line == t.line
-        color = "#c0392b" if is_first else ("#e67e22" if any(t.kind in w or t.summary[:40] in w for w in cascade_sigs) else "#7f8c8d")
+        color = (
+            "#c0392b" if is_first else ("#e67e22" if any(t.kind in w or t.summary[:40] in w for w in cascade_sigs) else "#7f8c8d")
+        )
         r = 7 if is_first else 4
         label = escape(f"{format_time(t.time) or '?'} {_lane(t)}: {t.summary[:120]} ({t.file}:{t.line})")
         parts.append(f'<circle cx="{x:.1f}" cy="{y}" r="{r}" fill="{color}"><title>{label}</title></circle>')
@@ -107,9 +114,15 @@ def render_html(report: Report) -> str:
     ]
     if ff.file:
         who = (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on {ff.host}" if ff.host else "")
-        out.append(f"<p>First failure: {escape(who)}, {escape(format_time(ff.time) or 'time unknown')}, <code>{escape(ff.file)}:{ff.line}</code></p>")
+        out.append(
+            f"<p>First failure: {escape(who)}, {escape(format_time(ff.time) or 'time unknown')}, <code>{escape(ff.file)}:{ff.line}</code></p>"
+        )
     if report.alternatives:
-        out.append("<p>Alternatives: " + ", ".join(f"{escape(a.category.value)} ({a.confidence:.2f})" for a in report.alternatives) + "</p>")
+        out.append(
+            "<p>Alternatives: "
+            + ", ".join(f"{escape(a.category.value)} ({a.confidence:.2f})" for a in report.alternatives)
+            + "</p>"
+        )
     out.append(f'<p class="note">fingerprint <code>{escape(v.fingerprint)}</code></p></div>')
     if v.remediation:
         out.append("<h2>What to do</h2><ol>" + "".join(f"<li>{escape(r)}</li>" for r in v.remediation) + "</ol>")
@@ -124,14 +137,18 @@ def render_html(report: Report) -> str:
         out.append("<h2>Evidence</h2><table><tr><th>role</th><th>where</th><th>who</th><th>line</th></tr>")
         for e in report.evidence:
             who = (f"rank {e.rank}" if e.rank is not None else "") + (f" {e.host}" if e.host else "")
-            out.append(f'<tr><td class="{e.role.value}">{e.role.value}</td><td class="mono">{escape(e.file)}:{e.line}</td>'
-                       f"<td>{escape(who.strip() or '-')}</td><td class=\"mono\">{escape(e.text)}</td></tr>")
+            out.append(
+                f'<tr><td class="{e.role.value}">{e.role.value}</td><td class="mono">{escape(e.file)}:{e.line}</td>'
+                f'<td>{escape(who.strip() or "-")}</td><td class="mono">{escape(e.text)}</td></tr>'
+            )
         out.append("</table>")
     if report.missing_evidence:
         out.append("<h2>Missing evidence</h2><ul>" + "".join(f"<li>{escape(m)}</li>" for m in report.missing_evidence) + "</ul>")
     out.append("<h2>Sources</h2><table><tr><th>file</th><th>kind</th><th>status</th><th>note</th></tr>")
     for s in report.sources:
-        out.append(f'<tr><td class="mono">{escape(s.file)}</td><td>{s.kind.value}</td><td>{s.status}</td><td>{escape(s.note)}</td></tr>')
+        out.append(
+            f'<tr><td class="mono">{escape(s.file)}</td><td>{s.kind.value}</td><td>{s.status}</td><td>{escape(s.note)}</td></tr>'
+        )
     out.append("</table>")
     out.append(f'<p class="note">postmortem {escape(report.tool_version)}</p></body></html>')
     return "\n".join(out) + "\n"

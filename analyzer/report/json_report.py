@@ -33,18 +33,40 @@ def to_dict(report: Report) -> dict[str, Any]:
             {"category": a.category.value, "subcategory": a.subcategory, "confidence": a.confidence} for a in report.alternatives
         ],
         "cascade": [
-            {"rank": c.ranks[0] if c.ranks else None, "ranks": list(c.ranks), "host": c.host, "time": format_time(c.time),
-             "what": c.what, "caused_by": c.caused_by, "count": c.count}
+            {
+                "rank": c.ranks[0] if c.ranks else None,
+                "ranks": list(c.ranks),
+                "host": c.host,
+                "time": format_time(c.time),
+                "what": c.what,
+                "caused_by": c.caused_by,
+                "count": c.count,
+            }
             for c in report.cascade
         ],
         "evidence": [
-            {"file": e.file, "line": e.line, "text": e.text, "signature": e.signature, "role": e.role.value,
-             "rank": e.rank, "host": e.host, "time": format_time(e.time)}
+            {
+                "file": e.file,
+                "line": e.line,
+                "text": e.text,
+                "signature": e.signature,
+                "role": e.role.value,
+                "rank": e.rank,
+                "host": e.host,
+                "time": format_time(e.time),
+            }
             for e in report.evidence
         ],
         "timeline": [
-            {"time": format_time(t.time), "host": t.host, "rank": t.rank, "kind": t.kind, "summary": t.summary,
-             "file": t.file, "line": t.line}
+            {
+                "time": format_time(t.time),
+                "host": t.host,
+                "rank": t.rank,
+                "kind": t.kind,
+                "summary": t.summary,
+                "file": t.file,
+                "line": t.line,
+            }
             for t in report.timeline
         ],
         "sources": [

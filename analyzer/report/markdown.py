@@ -62,5 +62,7 @@ def render_markdown(report: Report) -> str:
         out.append("")
         out.append("</details>")
         out.append("")
-    out.append(f"<sub>postmortem {report.tool_version}, {sum(1 for s in report.sources if s.status == 'parsed')} of {len(report.sources)} files read</sub>")
+    out.append(
+        f"<sub>postmortem {report.tool_version}, {sum(1 for s in report.sources if s.status == 'parsed')} of {len(report.sources)} files read</sub>"
+    )
     return "\n".join(out) + "\n"

@@ -42,7 +42,9 @@ def render_text(report: Report, color: bool = False, width: int = 110) -> str:
     head.append(v.title + "\n", style="bold")
     head.append(v.explanation + "\n")
     if ff.file:
-        head.append(f"First failure: {_who(ff.rank, ff.host)}  {format_time(ff.time) or 'time unknown'}  {_where(ff.file, ff.line)}\n")
+        head.append(
+            f"First failure: {_who(ff.rank, ff.host)}  {format_time(ff.time) or 'time unknown'}  {_where(ff.file, ff.line)}\n"
+        )
     if report.alternatives:
         alts = ", ".join(f"{a.category.value} {a.confidence:.2f}" for a in report.alternatives)
         head.append(f"Alternatives: {alts}\n")
@@ -70,7 +72,9 @@ def render_text(report: Report, color: bool = False, width: int = 110) -> str:
         table.add_column("what", overflow="fold")
         table.add_column("where", no_wrap=True, overflow="fold")
         for t in report.timeline[:25]:
-            table.add_row(Text(format_time(t.time) or "?"), Text(_who(t.rank, t.host)), Text(t.summary[:160]), Text(_where(t.file, t.line)))
+            table.add_row(
+                Text(format_time(t.time) or "?"), Text(_who(t.rank, t.host)), Text(t.summary[:160]), Text(_where(t.file, t.line))
+            )
         console.print(table)
     if v.remediation:
         console.print(Text("What to do", style="bold"))

@@ -302,7 +302,9 @@ class Scanner:
         """Compile what Hyperscan takes (or load it from the private cache); the ids of the
         patterns left to Python."""
         assert _hs is not None
-        key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), [(p.regex, p.ignore_case) for p in self.patterns])).encode()).hexdigest()[:24]
+        key = hashlib.sha256(
+            repr((getattr(_hs, "__version__", ""), [(p.regex, p.ignore_case) for p in self.patterns])).encode()
+        ).hexdigest()[:24]
         directory = cache_dir("scan")
         cached = self._load_hs(directory, key) if directory else None
         if cached is not None:

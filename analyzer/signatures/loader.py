@@ -135,8 +135,9 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return (value,)
 
 
-def _compile_selection(name: str, spec: Any, where: str, line: Callable[[], int | None], problems: list[Problem],
-                       validate: bool = True) -> tuple[Matcher, ...]:
+def _compile_selection(
+    name: str, spec: Any, where: str, line: Callable[[], int | None], problems: list[Problem], validate: bool = True
+) -> tuple[Matcher, ...]:
     if not isinstance(spec, dict) or not spec:
         problems.append(Problem(where, line(), f"selection {name!r} must be a mapping of field|modifier: value"))
         return ()
@@ -188,8 +189,9 @@ def read_file(path: Path, root: Path, problems: list[Problem]) -> Any:
     return None
 
 
-def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem], validate: bool = True,
-              parsed: Any = None) -> Signature | None:
+def load_file(
+    path: Path, root: Path, taxonomy: dict[str, set[str]], problems: list[Problem], validate: bool = True, parsed: Any = None
+) -> Signature | None:
     """One signature from its file (or from `parsed`, its already parsed YAML)."""
     rel = _rel(path, root)
     data = parsed if parsed is not None else read_file(path, root, problems)
@@ -214,7 +216,9 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
         return None
     sub = str(data["subcategory"])
     if sub not in taxonomy[cat]:
-        problems.append(Problem(rel, lines.get("subcategory"), f"subcategory {sub!r} is not listed under {cat!r} in taxonomy.yaml"))
+        problems.append(
+            Problem(rel, lines.get("subcategory"), f"subcategory {sub!r} is not listed under {cat!r} in taxonomy.yaml")
+        )
     try:
         role = Role(str(data["role"]))
         scope = Scope(str(data.get("scope", "line")))
@@ -226,6 +230,7 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
         problems.append(Problem(rel, lines.get("confidence"), "confidence must be a number in (0, 1]"))
         conf = 0.5
     detection = data["detection"]
+
     def dline() -> int | None:
         return lines.get("detection")
 
@@ -267,7 +272,11 @@ def load_file(path: Path, root: Path, taxonomy: dict[str, set[str]], problems: l
         tests={"match": _as_tuple(tests.get("match")), "no_match": _as_tuple(tests.get("no_match"))},
         file=rel,
         line_patterns=_line_patterns(selections, cond.positive_names(names)),
-        extra={k: v for k, v in data.items() if k not in REQUIRED and k not in ("scope", "remediation", "falsepositives", "references")},
+        extra={
+            k: v
+            for k, v in data.items()
+            if k not in REQUIRED and k not in ("scope", "remediation", "falsepositives", "references")
+        },
     )
 
 

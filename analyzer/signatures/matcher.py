@@ -32,6 +32,7 @@ def _match_one(m: Matcher, event: Event, groups: dict[str, str]) -> bool:
         return False
     combine = all if "all" in mods else any
     if "re" in mods:
+
         def test_re(rx: re.Pattern[str]) -> bool:
             for v in values:
                 found = rx.search(str(v))
@@ -42,6 +43,7 @@ def _match_one(m: Matcher, event: Event, groups: dict[str, str]) -> bool:
 
         return combine(test_re(rx) for rx in m.regexes())
     if "gte" in mods or "lte" in mods:
+
         def num_test(expected: Any) -> bool:
             for v in values:
                 try:
@@ -111,7 +113,9 @@ class _Safe(string.Formatter):
 
 def summarize(sig: Signature, event: Event, groups: dict[str, str]) -> str:
     values: dict[str, Any] = {k: v for k, v in event.fields.items() if isinstance(v, str | int | float)}
-    values.update(rank=event.rank, host=event.host, pid=event.pid, message=event.message, file=event.loc.file, line=event.loc.line)
+    values.update(
+        rank=event.rank, host=event.host, pid=event.pid, message=event.message, file=event.loc.file, line=event.loc.line
+    )
     values.update(groups)
     try:
         return _Safe().format(sig.summary, **values)

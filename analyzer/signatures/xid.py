@@ -95,12 +95,22 @@ def classify_xid(number: int) -> XidInfo:
     info = xid_info(number)
     if info is not None:
         return info
-    return XidInfo(number, "UNKNOWN_XID", f"Xid {number} is not in the table", "hardware", Category.UNKNOWN, None, 0.2,
-                   "look the number up in NVIDIA's Xid catalog; check nvidia-smi -q for the GPU's health")
+    return XidInfo(
+        number,
+        "UNKNOWN_XID",
+        f"Xid {number} is not in the table",
+        "hardware",
+        Category.UNKNOWN,
+        None,
+        0.2,
+        "look the number up in NVIDIA's Xid catalog; check nvidia-smi -q for the GPU's health",
+    )
 
 
-_RECOVERY = re.compile(r"recovery action changed from (0x[0-9a-fA-F]+|\d+)(?: \(([^)]*)\))? to "
-                       r"(0x[0-9a-fA-F]+|\d+)(?: \(([^)]*)\))?")
+_RECOVERY = re.compile(
+    r"recovery action changed from (0x[0-9a-fA-F]+|\d+)(?: \(([^)]*)\))? to "
+    r"(0x[0-9a-fA-F]+|\d+)(?: \(([^)]*)\))?"
+)
 
 
 def recovery_action(message: str) -> RecoveryAction | None:
@@ -159,7 +169,17 @@ def xid_findings(events: list[Event]) -> list[Finding]:
             if action is not None:
                 summary += f"; the driver asks for: {action.text or action.name}"
                 remediation.insert(0, action.action)
-        out.append(Finding(signature=f"{FAMILY}.{number}", title=f"NVRM Xid {number}: {info.name}", category=category,
-                           subcategory=info.subcategory or "hardware_xid.xid", role=role, confidence=round(confidence, 3),
-                           summary=summary, event=e, remediation=tuple(remediation)))
+        out.append(
+            Finding(
+                signature=f"{FAMILY}.{number}",
+                title=f"NVRM Xid {number}: {info.name}",
+                category=category,
+                subcategory=info.subcategory or "hardware_xid.xid",
+                role=role,
+                confidence=round(confidence, 3),
+                summary=summary,
+                event=e,
+                remediation=tuple(remediation),
+            )
+        )
     return out

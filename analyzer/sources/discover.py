@@ -184,7 +184,9 @@ def sniff(head: bytes, name: str) -> SourceKind:
         if sample.lstrip().startswith((b"Fatal Python error", b"Current thread", b"Thread 0x")):
             return SourceKind.FAULTHANDLER
     gdb_lines = len(_GDB_LINE.findall(sample))
-    if gdb_lines >= 3 and (gdb_lines >= 0.2 * lines or (_GDB_TOP.search(sample) and b"Traceback (most recent call last)" not in sample)):
+    if gdb_lines >= 3 and (
+        gdb_lines >= 0.2 * lines or (_GDB_TOP.search(sample) and b"Traceback (most recent call last)" not in sample)
+    ):
         return SourceKind.GDB_BACKTRACE  # `bt full` spends most lines on locals: a #0 frame decides
     kernel_lines = len(_KERNEL_LINE.findall(sample))
     if kernel_lines >= 0.5 * lines or (kernel_lines and any(k in lower for k in ("dmesg", "kern", "syslog", "journal"))):

@@ -5,6 +5,7 @@ Shared machinery lives here (process running with hard time limits, private name
 memory cgroups, dmesg capture, gdb, path normalisation, case.yaml writing); every scenario
 module under corpora/lab/scenarios/ uses it.  Run ``python -m corpora.lab --help``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,9 +29,9 @@ MAX_CASE_BYTES = 1_000_000
 MAX_KEPT_CORE = 2_000_000
 
 #: neutral names used in everything that is saved
-JOB_DIR = "/job"            # the scenario's temp dir (where the job ran)
-VENV_DIR = "/opt/venv"      # sys.prefix
-PY_DIR = "/usr"             # sys.base_prefix
+JOB_DIR = "/job"  # the scenario's temp dir (where the job ran)
+VENV_DIR = "/opt/venv"  # sys.prefix
+PY_DIR = "/usr"  # sys.base_prefix
 HOME_DIR = "/home/lab"
 
 
@@ -46,25 +47,26 @@ class NotReproduced(Exception):
 class Variant:
     """One case: a scenario run with one set of parameters."""
 
-    slug: str                      # short description, e.g. "dl-enospc-plain-2w"
+    slug: str  # short description, e.g. "dl-enospc-plain-2w"
     subcategory: str | None
     params: dict
     first_rank: int | None = 0
     first_host: str | None = "labnode1"
-    category: str | None = None    # defaults to the scenario's category
-    needs: tuple[str, ...] = ()    # extra needs beyond the scenario's
+    category: str | None = None  # defaults to the scenario's category
+    needs: tuple[str, ...] = ()  # extra needs beyond the scenario's
 
 
 @dataclass
 class Result:
     rc: int | None
-    output: str                    # stdout+stderr interleaved, as a console would show it
+    output: str  # stdout+stderr interleaved, as a console would show it
     timed_out: bool
     elapsed: float
     pid: int
 
 
 # --------------------------------------------------------------------------- requirements
+
 
 def check_needs(needs: Iterable[str]) -> None:
     """Raise Skip with a message when this machine lacks something the scenario needs."""
@@ -76,11 +78,11 @@ def check_needs(needs: Iterable[str]) -> None:
                 raise Skip("needs util-linux `unshare`")
             r = subprocess.run(["unshare", "-m", "-u", "true"], capture_output=True, timeout=20)
             if r.returncode != 0:
-                raise Skip("`unshare -m -u` is not permitted here: "
-                           + r.stderr.decode(errors="replace").strip())
+                raise Skip("`unshare -m -u` is not permitted here: " + r.stderr.decode(errors="replace").strip())
         if need == "cgroup" and memory_cgroup_kind() is None:
-            raise Skip("needs a writable memory cgroup (cgroup v2 with the memory controller, "
-                       "or cgroup v1 /sys/fs/cgroup/memory)")
+            raise Skip(
+                "needs a writable memory cgroup (cgroup v2 with the memory controller, or cgroup v1 /sys/fs/cgroup/memory)"
+            )
         if need == "dmesg":
             r = subprocess.run(["dmesg"], capture_output=True, timeout=20)
             if r.returncode != 0:
@@ -100,6 +102,7 @@ def check_needs(needs: Iterable[str]) -> None:
 
 # --------------------------------------------------------------------------- context
 
+
 class Ctx:
     """Per-case working area: a temp dir, cleanups, and what will be saved."""
 
@@ -108,7 +111,7 @@ class Ctx:
         self.variant = variant
         self.tmp = Path(tempfile.mkdtemp(prefix=f"pmlab-{scenario}-"))
         self.cleanups: list[Callable[[], None]] = []
-        self.saved: dict[str, bytes] = {}      # relative path -> content
+        self.saved: dict[str, bytes] = {}  # relative path -> content
         self.notes: list[str] = []
         self.extra_provenance: dict = {}
         self.real_hostname = socket.gethostname()
@@ -118,32 +121,48 @@ class Ctx:
     def env(self, **extra: str) -> dict:
         env = dict(os.environ)
         for k in list(env):
-            if k.startswith(("TORCHELASTIC_", "MASTER_", "RANK", "LOCAL_RANK", "WORLD_SIZE",
-                             "PYTHONFAULTHANDLER", "TORCH_", "NCCL_", "GLOO_")):
+            if k.startswith(
+                ("TORCHELASTIC_", "MASTER_", "RANK", "LOCAL_RANK", "WORLD_SIZE", "PYTHONFAULTHANDLER", "TORCH_", "NCCL_", "GLOO_")
+            ):
                 del env[k]
-        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1",
-                   PYTHONDONTWRITEBYTECODE="1", GLOO_SOCKET_IFNAME="lo",
-                   HOME=str(self.tmp / "home"), TMPDIR=str(self.tmp / "tmp"))
+        env.update(
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            PYTHONUNBUFFERED="1",
+            PYTHONDONTWRITEBYTECODE="1",
+            GLOO_SOCKET_IFNAME="lo",
+            HOME=str(self.tmp / "home"),
+            TMPDIR=str(self.tmp / "tmp"),
+        )
         (self.tmp / "home").mkdir(exist_ok=True)
-        (self.tmp / "tmp").mkdir(exist_ok=True)   # torchrun's own temp files: shown as /tmp
+        (self.tmp / "tmp").mkdir(exist_ok=True)  # torchrun's own temp files: shown as /tmp
         env.update({k: str(v) for k, v in extra.items()})
         return env
 
-    def start(self, cmd: list[str], *, env: dict | None = None, cwd: Path | None = None,
-              core: bool = False, out_name: str | None = None) -> subprocess.Popen:
+    def start(
+        self, cmd: list[str], *, env: dict | None = None, cwd: Path | None = None, core: bool = False, out_name: str | None = None
+    ) -> subprocess.Popen:
         """Start cmd in its own session, stdout+stderr interleaved into one file (as a
         console or a scheduler's output file would hold them).  finish() collects it."""
         out_path = self.tmp / (out_name or f".out-{len(self.pids)}")
 
         def preexec():
             import resource
+
             lim = resource.RLIM_INFINITY if core else 0
             resource.setrlimit(resource.RLIMIT_CORE, (lim, lim))
 
         with open(out_path, "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    cwd=str(cwd or self.tmp), env=env or self.env(),
-                                    start_new_session=True, preexec_fn=preexec)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=str(cwd or self.tmp),
+                env=env or self.env(),
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
         proc.out_path = out_path  # type: ignore[attr-defined]
         proc.t0 = time.monotonic()  # type: ignore[attr-defined]
         self.pids.append(proc.pid)
@@ -159,13 +178,25 @@ class Ctx:
             _killpg(proc.pid)
             proc.wait(timeout=30)
         finally:
-            _killpg(proc.pid)       # stragglers of the session
-        return Result(proc.returncode, proc.out_path.read_bytes().decode("utf-8", errors="replace"),
-                      timed_out, time.monotonic() - proc.t0, proc.pid)
+            _killpg(proc.pid)  # stragglers of the session
+        return Result(
+            proc.returncode,
+            proc.out_path.read_bytes().decode("utf-8", errors="replace"),
+            timed_out,
+            time.monotonic() - proc.t0,
+            proc.pid,
+        )
 
-    def run(self, cmd: list[str], *, timeout: float, env: dict | None = None,
-            cwd: Path | None = None, during: Callable[[subprocess.Popen, Path], None] | None = None,
-            core: bool = False) -> Result:
+    def run(
+        self,
+        cmd: list[str],
+        *,
+        timeout: float,
+        env: dict | None = None,
+        cwd: Path | None = None,
+        during: Callable[[subprocess.Popen, Path], None] | None = None,
+        core: bool = False,
+    ) -> Result:
         """Run cmd with a hard time limit; kill its whole session on timeout and after exit.
         `during(proc, outfile)` runs while it runs (to send signals, truncate files, ...)."""
         proc = self.start(cmd, env=env, cwd=cwd, core=core)
@@ -203,9 +234,16 @@ class Ctx:
     def torchrun(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "torch.distributed.run", *args]
 
-    def launch(self, nproc: int, logging: str = "console", rdzv: str = "standalone",
-               nnodes: int = 1, node_rank: int = 0, port: int | None = None,
-               extra: tuple[str, ...] = ()) -> list[str]:
+    def launch(
+        self,
+        nproc: int,
+        logging: str = "console",
+        rdzv: str = "standalone",
+        nnodes: int = 1,
+        node_rank: int = 0,
+        port: int | None = None,
+        extra: tuple[str, ...] = (),
+    ) -> list[str]:
         """torchrun arguments up to (not including) the script.  logging: console | tee |
         redirects (both with --log-dir logs).  rdzv: standalone, or c10d on labnode1:port."""
         args = []
@@ -213,8 +251,18 @@ class Ctx:
             args += ["--standalone", "--nnodes", "1"]
         else:
             self.port = port or getattr(self, "port", None) or free_port()
-            args += ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--rdzv-backend", "c10d",
-                     "--rdzv-endpoint", f"labnode1:{self.port}", "--rdzv-id", "job"]
+            args += [
+                "--nnodes",
+                str(nnodes),
+                "--node-rank",
+                str(node_rank),
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                f"labnode1:{self.port}",
+                "--rdzv-id",
+                "job",
+            ]
         args += ["--nproc-per-node", str(nproc)]
         if logging == "tee":
             args += ["--log-dir", "logs", "--tee", "3"]
@@ -319,8 +367,15 @@ def _killpg(pgid: int) -> None:
 
 # --------------------------------------------------------------------------- namespaces
 
-def ns_cmd(cmd: list[str], *, workdir: Path, hostname: str | None = "labnode1", shm_size: str | None = None,
-           tmpfs: tuple[str, str] | None = None) -> list[str]:
+
+def ns_cmd(
+    cmd: list[str],
+    *,
+    workdir: Path,
+    hostname: str | None = "labnode1",
+    shm_size: str | None = None,
+    tmpfs: tuple[str, str] | None = None,
+) -> list[str]:
     """Wrap cmd so it runs in a private mount + UTS namespace: the hostname is a neutral
     one (the processes really see it), /dev/shm optionally a small tmpfs, and optionally
     another small tmpfs mounted at a path.  Everything disappears with the namespace."""
@@ -332,8 +387,7 @@ def ns_cmd(cmd: list[str], *, workdir: Path, hostname: str | None = "labnode1", 
         base = Path("/etc/hosts").read_text() if Path("/etc/hosts").exists() else ""
         # one loopback address per node (as Debian's 127.0.1.1 line), so that reverse lookups
         # (torchrun's "host :" field, getfqdn) give the node name, not "localhost"
-        hosts.write_text(base.rstrip("\n") + "\n" + "".join(
-            f"127.0.1.{i} labnode{i}\n" for i in range(1, 5)))
+        hosts.write_text(base.rstrip("\n") + "\n" + "".join(f"127.0.1.{i} labnode{i}\n" for i in range(1, 5)))
         steps.append(f"hostname {hostname}")
         steps.append(f"mount --bind '{hosts}' /etc/hosts")
     if shm_size:
@@ -342,11 +396,11 @@ def ns_cmd(cmd: list[str], *, workdir: Path, hostname: str | None = "labnode1", 
         path, size = tmpfs
         steps.append(f"mkdir -p '{path}' && mount -t tmpfs -o size={size} tmpfs '{path}'")
     steps.append('exec "$@"')
-    return ["unshare", "-m", "-u", "--propagation", "private", "sh", "-c", " && ".join(steps),
-            "sh", *cmd]
+    return ["unshare", "-m", "-u", "--propagation", "private", "sh", "-c", " && ".join(steps), "sh", *cmd]
 
 
 # --------------------------------------------------------------------------- kernel log
+
 
 def dmesg_lines(human: bool = False) -> list[str]:
     r = subprocess.run(["dmesg", "-T"] if human else ["dmesg"], capture_output=True, timeout=30)
@@ -363,18 +417,18 @@ class DmesgWindow:
         after = dmesg_lines()
         before_set = set(self.before)
         # the log only grows: everything from the first stamped line that was not there before
-        first = next((i for i, line in enumerate(after)
-                      if line not in before_set and line.startswith("[")), len(after))
+        first = next((i for i, line in enumerate(after) if line not in before_set and line.startswith("[")), len(after))
         new_idx = list(range(first, len(after)))
         if not human:
             return [after[i] for i in new_idx]
         after_h = dmesg_lines(human=True)
-        if len(after_h) != len(after):   # lines arrived in between: fall back to raw
+        if len(after_h) != len(after):  # lines arrived in between: fall back to raw
             return [after[i] for i in new_idx]
         return [after_h[i] for i in new_idx]
 
 
 # --------------------------------------------------------------------------- memory cgroup
+
 
 def memory_cgroup_kind() -> str | None:
     root = Path("/sys/fs/cgroup")
@@ -441,22 +495,51 @@ class MemCgroup:
 
 # --------------------------------------------------------------------------- gdb
 
+
 def gdb_core_text(exe: str, core: Path, timeout: float = 120) -> str:
     """`thread apply all bt` and `info proc mappings` of a core, as gdb prints them."""
-    cmd = ["gdb", "-nx", "-batch", "-q",
-           "-iex", "set auto-load off", "-iex", "set debuginfod enabled off",
-           "-ex", "set confirm off", "-ex", "set pagination off", "-ex", "set width 0",
-           "-ex", "info program", "-ex", "p $_siginfo",
-           "-ex", "thread apply all bt", "-ex", "info proc mappings",
-           exe, str(core)]
+    cmd = [
+        "gdb",
+        "-nx",
+        "-batch",
+        "-q",
+        "-iex",
+        "set auto-load off",
+        "-iex",
+        "set debuginfod enabled off",
+        "-ex",
+        "set confirm off",
+        "-ex",
+        "set pagination off",
+        "-ex",
+        "set width 0",
+        "-ex",
+        "info program",
+        "-ex",
+        "p $_siginfo",
+        "-ex",
+        "thread apply all bt",
+        "-ex",
+        "info proc mappings",
+        exe,
+        str(core),
+    ]
     r = subprocess.run(cmd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
     return r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
 
 
 # --------------------------------------------------------------------------- case writing
 
-def write_case(case_id: str, category: str, variant: Variant, ctx: Ctx, script: str,
-               first_failure: dict | None = None, dest_root: Path = LAB_DIR) -> Path:
+
+def write_case(
+    case_id: str,
+    category: str,
+    variant: Variant,
+    ctx: Ctx,
+    script: str,
+    first_failure: dict | None = None,
+    dest_root: Path = LAB_DIR,
+) -> Path:
     import yaml
 
     dest = dest_root / case_id

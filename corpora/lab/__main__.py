@@ -1,4 +1,5 @@
 """python -m corpora.lab list | run SCENARIO [--variant N] | run --all"""
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,10 @@ def run_one(mod, n: int) -> str:
         ff = mod.run(ctx, variant)
         dest = write_case(cid, category, variant, ctx, mod.NAME, ff)
         size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
-        print(f"OK    {cid} ({variant.slug}) -> {dest.relative_to(LAB_DIR.parent.parent)} "
-              f"[{size} bytes, {time.monotonic() - t0:.0f}s]")
+        print(
+            f"OK    {cid} ({variant.slug}) -> {dest.relative_to(LAB_DIR.parent.parent)} "
+            f"[{size} bytes, {time.monotonic() - t0:.0f}s]"
+        )
         return "ok"
     except Skip as e:
         print(f"SKIP  {cid} ({variant.slug}): {e}")
@@ -60,14 +63,14 @@ def run_one(mod, n: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m corpora.lab",
-                                 description="Reproduce training-job failures for real and save them as lab cases.")
+    ap = argparse.ArgumentParser(
+        prog="python -m corpora.lab", description="Reproduce training-job failures for real and save them as lab cases."
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list", help="list scenarios and their variants")
     rp = sub.add_parser("run", help="run a scenario (all its variants, or one) or --all")
     rp.add_argument("scenario", nargs="?")
-    rp.add_argument("--variant", type=int, action="append",
-                    help="1-based variant number (repeatable); default: all variants")
+    rp.add_argument("--variant", type=int, action="append", help="1-based variant number (repeatable); default: all variants")
     rp.add_argument("--all", action="store_true", help="regenerate every case of every scenario")
     args = ap.parse_args(argv)
     mods = load_scenarios()

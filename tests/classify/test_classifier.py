@@ -21,9 +21,11 @@ from analyzer.classify.train import cross_validate, to_json, train  # noqa: E402
 
 
 def test_analyze_does_not_load_sklearn_or_numpy() -> None:
-    code = ("import sys; from pathlib import Path; from analyzer.pipeline import analyze; "
-            "r = analyze(Path('examples/oom-cascade')); "
-            "print(r.verdict.category, 'sklearn' in sys.modules, 'numpy' in sys.modules)")
+    code = (
+        "import sys; from pathlib import Path; from analyzer.pipeline import analyze; "
+        "r = analyze(Path('examples/oom-cascade')); "
+        "print(r.verdict.category, 'sklearn' in sys.modules, 'numpy' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.split() == ["oom_cascade", "False", "False"]
 

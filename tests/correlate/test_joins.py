@@ -19,8 +19,10 @@ def test_nccl_version_skew_names_the_ranks(tmp_path: Path) -> None:
     for node, version in ((0, "2.18.3+cuda12.2"), (1, "2.18.3+cuda12.2"), (2, "2.13.4+cuda11.7")):
         d = run / f"node{node}"
         d.mkdir(parents=True)
-        lines = [BANNER.format(host=f"node{node}", pid=38610 + node, version=version),
-                 INIT.format(host=f"node{node}", pid=38610 + node, tid=38700, dev=0, rank=node * 8, bus="4f000")]
+        lines = [
+            BANNER.format(host=f"node{node}", pid=38610 + node, version=version),
+            INIT.format(host=f"node{node}", pid=38610 + node, tid=38700, dev=0, rank=node * 8, bus="4f000"),
+        ]
         (d / f"rank{node * 8}.log").write_text("\n".join(lines) + "\n")
     report = analyze(run)
     assert report.verdict.category is Category.VERSION_MISMATCH
@@ -32,8 +34,10 @@ def test_nccl_version_skew_names_the_ranks(tmp_path: Path) -> None:
 def test_xid_bus_id_joins_the_rank(tmp_path: Path) -> None:
     run = tmp_path / "run"
     (run / "node1").mkdir(parents=True)
-    inits = [INIT.format(host="node1", pid=500 + dev, tid=600 + dev, dev=dev, rank=8 + dev, bus=f"{bus}000")
-             for dev, bus in enumerate(["1b", "3b", "5e", "86"])]
+    inits = [
+        INIT.format(host="node1", pid=500 + dev, tid=600 + dev, dev=dev, rank=8 + dev, bus=f"{bus}000")
+        for dev, bus in enumerate(["1b", "3b", "5e", "86"])
+    ]
     for dev, line in enumerate(inits):
         (run / "node1" / f"rank{8 + dev}.log").write_text(line + "\n")
     (run / "node1" / "dmesg.log").write_text(XID.format(bus="5e") + "\n")

@@ -84,8 +84,11 @@ def test_global_oom_kill_forms() -> None:
     assert block.fields["killed_pid"] == 7899 and block.fields["constraint"] == "global"
     assert block.fields["task_memcg"] == "/init.scope" and block.fields["anon_rss_kb"] == 15370088
     syslog = _at(events, 3)
-    assert (syslog.fields["killed_pid"], syslog.host, syslog.time_text) == (15784, "ubuntu-s-1vcpu-2gb-ams3-01",
-                                                                            "May 15 23:09:30")
+    assert (syslog.fields["killed_pid"], syslog.host, syslog.time_text) == (
+        15784,
+        "ubuntu-s-1vcpu-2gb-ams3-01",
+        "May 15 23:09:30",
+    )
     assert _at(events, 5).fields["process"] == "(resolved)"
     old = _at(events, 6)
     assert old.kind == EventKind.OOM_KILL and old.fields["killed_pid"] == 935 and "constraint" not in old.fields

@@ -98,15 +98,18 @@ def test_watchdog_timeouts() -> None:
 
 
 def test_parse_region_last_error_takes_the_next_line() -> None:
-    region = Region("rank0.log", 40, ("Last error:", "Error while creating shared memory segment /dev/shm/x"),
-                    "nccl", source_rank=3)
+    region = Region(
+        "rank0.log", 40, ("Last error:", "Error while creating shared memory segment /dev/shm/x"), "nccl", source_rank=3
+    )
     (event,) = parse_region(region)
     assert event.kind == EventKind.NCCL and event.rank == 3 and event.loc.line == 40
     assert event.fields["last_error"].startswith("Error while creating shared memory segment")
 
 
-@pytest.mark.parametrize("raw,expected", [("3b000", "0000:3b:00"), ("30", "0000:00:03"), ("1000", "0000:01:00"),
-                                          ("0000:3B:00.0", "0000:3b:00"), ("zz", None)])
+@pytest.mark.parametrize(
+    "raw,expected",
+    [("3b000", "0000:3b:00"), ("30", "0000:00:03"), ("1000", "0000:01:00"), ("0000:3B:00.0", "0000:3b:00"), ("zz", None)],
+)
 def test_bus_id_joins_with_kernel_pci_ids(raw: str, expected: str | None) -> None:
     assert normalize_bus_id(raw) == expected
 

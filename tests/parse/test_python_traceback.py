@@ -109,5 +109,9 @@ def test_multiline_message_continuation() -> None:
 
 
 def test_garbage_never_raises() -> None:
-    for text in ["Traceback (most recent call last):\n", "Traceback (most recent call last):\n\x00\x01\n", "  File \"x\", line 1\n" * 3]:
+    for text in [
+        "Traceback (most recent call last):\n",
+        "Traceback (most recent call last):\n\x00\x01\n",
+        '  File "x", line 1\n' * 3,
+    ]:
         parse_text(text)

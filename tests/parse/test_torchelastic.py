@@ -41,9 +41,13 @@ def test_summary_rows() -> None:
 
 
 def test_launcher_records() -> None:
-    r = parse_record("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 (pid: 123) of binary: /usr/bin/python3")
+    r = parse_record(
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 (pid: 123) of binary: /usr/bin/python3"
+    )
     assert r == {"record": "failed_exitcode", "exitcode": -7, "local_rank": 0, "pid": 123, "signal": "SIGBUS"}
-    r = parse_record("[2023-06-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py'] exits with return code = -9")
+    r = parse_record(
+        "[2023-06-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'train.py'] exits with return code = -9"
+    )
     assert r is not None and r["exitcode"] == -9 and r["signal"] == "SIGKILL"
     r = parse_record("subprocess.CalledProcessError: Command '['/usr/bin/python', '-u']' died with <Signals.SIGKILL: 9>.")
     assert r is not None and r["signal"] == "SIGKILL"

@@ -13,8 +13,16 @@ from analyzer.report import render
 
 from ..conftest import REPO
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _browser() -> str:
@@ -37,8 +45,12 @@ def page(tmp_path: Path) -> Path:
 
 def test_page_text_in_a_real_browser(page: Path, tmp_path: Path) -> None:
     browser = _browser()
-    dom = subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120).stdout
+    dom = subprocess.run(
+        [browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert "postmortem:" in dom
     assert "Timeline" in dom and "<circle" in dom
     assert "first failure" in dom
@@ -48,8 +60,18 @@ def test_page_text_in_a_real_browser(page: Path, tmp_path: Path) -> None:
 def test_screenshot(page: Path, tmp_path: Path) -> None:
     browser = _browser()
     shot = tmp_path / "shot.png"
-    subprocess.run([browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}", "--window-size=1200,900",
-                    page.as_uri()], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            browser,
+            *FLAGS,
+            f"--user-data-dir={tmp_path / 'profile2'}",
+            f"--screenshot={shot}",
+            "--window-size=1200,900",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a drawn page, not a blank one

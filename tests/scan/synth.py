@@ -15,30 +15,39 @@ _WORDS = ("forward", "backward", "allreduce", "optimizer", "dataloader", "checkp
 
 def _nccl_init(rng: random.Random, rank: int, host: str, pid: int, world: int) -> list[str]:
     p = f"[default{rank % 8}]:{host}:{pid}:{pid + 57} [{rank % 8}] NCCL INFO "
-    lines = [p + f"Bootstrap : Using eth0:10.1.{rank // 8}.{10 + rank % 8}<0>",
-             p + "NET/Plugin: No plugin found (libnccl-net.so), using internal implementation",
-             p + "cudaDriverVersion 12020",
-             p + "NCCL version 2.19.3+cuda12.3" if rank == 0 else p + f"Setting affinity for GPU {rank % 8} to ffff,ffffffff",
-             p + "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB ; OOB eth0:10.1.0.1<0>",
-             p + "Using non-device net plugin version 0",
-             p + "Using network IB"]
+    lines = [
+        p + f"Bootstrap : Using eth0:10.1.{rank // 8}.{10 + rank % 8}<0>",
+        p + "NET/Plugin: No plugin found (libnccl-net.so), using internal implementation",
+        p + "cudaDriverVersion 12020",
+        p + "NCCL version 2.19.3+cuda12.3" if rank == 0 else p + f"Setting affinity for GPU {rank % 8} to ffff,ffffffff",
+        p + "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB ; OOB eth0:10.1.0.1<0>",
+        p + "Using non-device net plugin version 0",
+        p + "Using network IB",
+    ]
     for ch in range(16):
         peer = (rank + 1) % world
         lines.append(p + f"Channel {ch:02d}/16 :    {rank}[{rank % 8}] -> {peer}[{peer % 8}] via P2P/IPC/read")
     lines.append(p + f"Connected all rings, comm 0x{rng.getrandbits(40):x} nRanks {world}")
     lines.append(p + "NCCL_P2P_LEVEL set by environment to NVL")
-    lines.append(p + f"comm 0x{rng.getrandbits(40):x} rank {rank} nranks {world} cudaDev {rank % 8} nvmlDev {rank % 8} busId {rank % 8}a000 commId 0x{rng.getrandbits(60):x} - Init COMPLETE")
+    lines.append(
+        p
+        + f"comm 0x{rng.getrandbits(40):x} rank {rank} nranks {world} cudaDev {rank % 8} nvmlDev {rank % 8} busId {rank % 8}a000 commId 0x{rng.getrandbits(60):x} - Init COMPLETE"
+    )
     return lines
 
 
 def _step_line(rng: random.Random, rank: int, step: int, total: int) -> str:
-    loss = 2.5 * (0.9997 ** step) + rng.random() * 0.05
+    loss = 2.5 * (0.9997**step) + rng.random() * 0.05
     kind = rng.random()
-    ts = f"2024-05-{1 + step // 40000:02d} {step // 3600 % 24:02d}:{step // 60 % 60:02d}:{step % 60:02d},{rng.randrange(1000):03d}"
+    ts = (
+        f"2024-05-{1 + step // 40000:02d} {step // 3600 % 24:02d}:{step // 60 % 60:02d}:{step % 60:02d},{rng.randrange(1000):03d}"
+    )
     if kind < 0.55:
-        return (f"[rank{rank}]:[{ts}] [INFO] [train.py:412:train_step] step {step}/{total} loss {loss:.4f} "
-                f"lr {3e-4 * min(1.0, step / 2000):.3e} grad_norm {rng.random() * 3:.3f} tokens/s {rng.randrange(90000, 130000)} "
-                f"mem_alloc {rng.uniform(40, 70):.2f}GiB")
+        return (
+            f"[rank{rank}]:[{ts}] [INFO] [train.py:412:train_step] step {step}/{total} loss {loss:.4f} "
+            f"lr {3e-4 * min(1.0, step / 2000):.3e} grad_norm {rng.random() * 3:.3f} tokens/s {rng.randrange(90000, 130000)} "
+            f"mem_alloc {rng.uniform(40, 70):.2f}GiB"
+        )
     if kind < 0.80:
         done = step % 1000
         bar = "\u2588" * (done // 100) + "\u258c" * (done % 100 // 50)
@@ -49,8 +58,10 @@ def _step_line(rng: random.Random, rank: int, step: int, total: int) -> str:
     if kind < 0.985:
         return f"[rank{rank}]: {{'loss': {loss:.4f}, 'learning_rate': {3e-4:.2e}, 'epoch': {step / 1000:.2f}, 'step': {step}}}"
     if kind < 0.995:
-        return (f"[rank{rank}]:/usr/lib/python3.11/site-packages/torch/utils/checkpoint.py:61: UserWarning: None of the inputs "
-                "have requires_grad=True. Gradients will be None")
+        return (
+            f"[rank{rank}]:/usr/lib/python3.11/site-packages/torch/utils/checkpoint.py:61: UserWarning: None of the inputs "
+            "have requires_grad=True. Gradients will be None"
+        )
     return f"[rank{rank}]:[{ts}] [WARNING] [engine.py:88] gradient overflow, skipping step {step}; reducing loss scale to {2 ** rng.randrange(8, 16)}"
 
 
@@ -101,14 +112,16 @@ def write_training_log(path: Path, size: int, seed: int = 7, world: int = 64) ->
         for r in range(world):
             buf.extend(_nccl_init(rng, r, hosts[r // 8], 40000 + r, world))
         step = 0
-        total = 10 ** 7
+        total = 10**7
         while True:
             if step % 20000 == 19999:  # a new communicator (eval, checkpoint): NCCL chatter again
                 for r in range(0, world, 4):
                     buf.extend(_nccl_init(rng, r, hosts[r // 8], 40000 + r, world)[-3:])
             if step % 50000 == 25000:
-                buf.append(f"[rank{step % world}]: RuntimeError: DataLoader worker (pid {30000 + step % 997}) is killed by signal: "
-                           "Bus error. It is possible that dataloader's workers are out of shared memory. Retrying.")
+                buf.append(
+                    f"[rank{step % world}]: RuntimeError: DataLoader worker (pid {30000 + step % 997}) is killed by signal: "
+                    "Bus error. It is possible that dataloader's workers are out of shared memory. Retrying."
+                )
             buf.append(_step_line(rng, step % world, step, total))
             step += 1
             if len(buf) >= 4096:
@@ -118,7 +131,7 @@ def write_training_log(path: Path, size: int, seed: int = 7, world: int = 64) ->
                 if written + len(data) + len(tail) > size:
                     keep = data[: max(0, size - written - len(tail))]
                     keep = keep[: keep.rfind(b"\n") + 1]
-                    n -= data[len(keep):].count(b"\n")
+                    n -= data[len(keep) :].count(b"\n")
                     out.write(keep)
                     written += len(keep)
                     break

@@ -10,9 +10,12 @@ import pytest
 from analyzer.scan import scanner as scan_mod
 from analyzer.scan.scanner import Pattern, Scanner
 
-PATTERNS = [Pattern(r"CUDA out of memory", "signatures"), Pattern(r"Traceback \(most recent call last\):", "python_traceback", block=2),
-            Pattern(r"(?<!except )OutOfMemoryError", "signatures")]
-LOG = b"step 1\nTraceback (most recent call last):\n  File \"t.py\", line 1\ntorch.OutOfMemoryError: CUDA out of memory.\n"
+PATTERNS = [
+    Pattern(r"CUDA out of memory", "signatures"),
+    Pattern(r"Traceback \(most recent call last\):", "python_traceback", block=2),
+    Pattern(r"(?<!except )OutOfMemoryError", "signatures"),
+]
+LOG = b'step 1\nTraceback (most recent call last):\n  File "t.py", line 1\ntorch.OutOfMemoryError: CUDA out of memory.\n'
 
 
 def test_database_is_cached_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,8 +11,12 @@ from analyzer.sources.reader import iter_chunks
 
 
 def _scanner() -> Scanner:
-    return Scanner([Pattern(r"Traceback \(most recent call last\):", "python_traceback", block=3),
-                    Pattern(r"out of memory", "signatures", ignore_case=True)])
+    return Scanner(
+        [
+            Pattern(r"Traceback \(most recent call last\):", "python_traceback", block=3),
+            Pattern(r"out of memory", "signatures", ignore_case=True),
+        ]
+    )
 
 
 def test_line_numbers_and_blocks_across_chunks(tmp_path: Path) -> None:
@@ -24,7 +28,12 @@ def test_line_numbers_and_blocks_across_chunks(tmp_path: Path) -> None:
     result = _scanner().scan(iter_chunks(f, None, chunk=4096))
     got = {h.line_no: h for h in result.hits}
     assert set(got) == {1235, 5000}
-    assert got[1235].lines == ["Traceback (most recent call last):", "step 1235 loss 1.0", "step 1236 loss 1.0", "step 1237 loss 1.0"]
+    assert got[1235].lines == [
+        "Traceback (most recent call last):",
+        "step 1235 loss 1.0",
+        "step 1236 loss 1.0",
+        "step 1237 loss 1.0",
+    ]
     assert got[5000].owners == ("signatures",)
     assert result.lines == 5000
 
@@ -66,8 +75,10 @@ import pytest  # noqa: E402
 from analyzer.scan.scanner import HAVE_HYPERSCAN, MAX_LINE  # noqa: E402
 from tests.scan.synth import write_training_log  # noqa: E402
 
-ENGINES = [pytest.param("hyperscan", marks=pytest.mark.skipif(not HAVE_HYPERSCAN, reason="the hyperscan package does not import here")),
-           "python"]
+ENGINES = [
+    pytest.param("hyperscan", marks=pytest.mark.skipif(not HAVE_HYPERSCAN, reason="the hyperscan package does not import here")),
+    "python",
+]
 
 PATTERNS = [
     Pattern(r"Traceback \(most recent call last\):", "python_traceback", block=3),
@@ -81,8 +92,14 @@ PATTERNS = [
 ]
 
 
-def _run(engine: str, data: bytes, chunk: int = 1 << 20, patterns: list[Pattern] = PATTERNS, caps: dict[str, int] | None = None,
-         tmp: Path | None = None) -> list[tuple[int, tuple[str, ...], list[str]]]:
+def _run(
+    engine: str,
+    data: bytes,
+    chunk: int = 1 << 20,
+    patterns: list[Pattern] = PATTERNS,
+    caps: dict[str, int] | None = None,
+    tmp: Path | None = None,
+) -> list[tuple[int, tuple[str, ...], list[str]]]:
     assert tmp is not None
     f = tmp / f"in-{engine}"
     f.write_bytes(data)
@@ -111,8 +128,18 @@ plain line
 @pytest.mark.parametrize("engine", ENGINES)
 def test_engine_finds_what_each_pattern_means(engine: str, tmp_path: Path) -> None:
     got = {n: owners for n, owners, _ in _run(engine, SAMPLE, tmp=tmp_path)}
-    assert got == {2: ("python_traceback",), 4: ("python_traceback",), 5: ("short",), 6: ("short",),
-                   9: ("signatures",), 10: ("echo",), 11: ("signatures",), 12: ("signatures",), 13: ("nccl",), 14: ("context",)}
+    assert got == {
+        2: ("python_traceback",),
+        4: ("python_traceback",),
+        5: ("short",),
+        6: ("short",),
+        9: ("signatures",),
+        10: ("echo",),
+        11: ("signatures",),
+        12: ("signatures",),
+        13: ("nccl",),
+        14: ("context",),
+    }
 
 
 @pytest.mark.skipif(not HAVE_HYPERSCAN, reason="the hyperscan package does not import here")
@@ -204,12 +231,14 @@ def test_works_without_hyperscan(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['hyperscan'] = None\n"
-            "from analyzer.scan import Pattern, Scanner\n"
-            "from analyzer.scan.scanner import HAVE_HYPERSCAN\n"
-            "s = Scanner([Pattern('out of memory', 'signatures', ignore_case=True)])\n"
-            "r = s.scan([b'a\\nCUDA Out Of Memory\\n'])\n"
-            "print(HAVE_HYPERSCAN, s.engine, [(h.line_no, h.owners) for h in r.hits])\n")
+    code = (
+        "import sys; sys.modules['hyperscan'] = None\n"
+        "from analyzer.scan import Pattern, Scanner\n"
+        "from analyzer.scan.scanner import HAVE_HYPERSCAN\n"
+        "s = Scanner([Pattern('out of memory', 'signatures', ignore_case=True)])\n"
+        "r = s.scan([b'a\\nCUDA Out Of Memory\\n'])\n"
+        "print(HAVE_HYPERSCAN, s.engine, [(h.line_no, h.owners) for h in r.hits])\n"
+    )
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True).stdout
     assert out.strip() == "False python [(2, ('signatures',))]"
@@ -220,5 +249,7 @@ def test_a_match_over_several_lines_is_one_hit_at_its_first_line(engine: str, tm
     pats = [Pattern(r"used to compile\s+PyTorch \((?P<v>[\d.]+)\)", "signatures"), Pattern(r"^Failures:$", "torchelastic")]
     data = b"x\nthe version that was used to compile\nPyTorch (11.8). Please\ny\nFailures:\n"
     got = _run(engine, data, patterns=pats, tmp=tmp_path)
-    assert got == [(2, ("signatures",), ["the version that was used to compile\nPyTorch (11.8). Please"]),
-                   (5, ("torchelastic",), ["Failures:"])]
+    assert got == [
+        (2, ("signatures",), ["the version that was used to compile\nPyTorch (11.8). Please"]),
+        (5, ("torchelastic",), ["Failures:"]),
+    ]

@@ -51,16 +51,18 @@ def test_healthy_lines_fire_no_root_cause() -> None:
     from analyzer.events.ingest import events_from_text
     from analyzer.signatures.matcher import find
 
-    healthy = "\n".join([
-        "node0:15325:16199 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/IPC/read",
-        "node0:15325:16199 [2] NCCL INFO Channel 01 : 2[2] -> 3[3] via SHM/direct/direct",
-        "node0:15325:16199 [2] NCCL INFO Connected all rings",
-        "node0:15325:16199 [2] NCCL INFO comm 0x55d5 rank 2 nranks 8 cudaDev 2 busId 3d000 - Init COMPLETE",
-        "node0:15325:16199 [2] NCCL INFO NCCL_P2P_DISABLE set by environment to 0.",
-        "node0:15325:16199 [2] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
-        "node0:15325:16199 [2] NCCL INFO Using network IB",
-        "[rank0]: {'loss': 1.234, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}",
-    ])
+    healthy = "\n".join(
+        [
+            "node0:15325:16199 [2] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/IPC/read",
+            "node0:15325:16199 [2] NCCL INFO Channel 01 : 2[2] -> 3[3] via SHM/direct/direct",
+            "node0:15325:16199 [2] NCCL INFO Connected all rings",
+            "node0:15325:16199 [2] NCCL INFO comm 0x55d5 rank 2 nranks 8 cudaDev 2 busId 3d000 - Init COMPLETE",
+            "node0:15325:16199 [2] NCCL INFO NCCL_P2P_DISABLE set by environment to 0.",
+            "node0:15325:16199 [2] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+            "node0:15325:16199 [2] NCCL INFO Using network IB",
+            "[rank0]: {'loss': 1.234, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1}",
+        ]
+    )
     findings = find(SIGS, events_from_text(healthy, SCANNER))
     assert [f.signature for f in findings if f.role.value == "root_cause"] == []
 

@@ -9,8 +9,47 @@ from analyzer.model import Category
 from analyzer.paths import signatures_dir
 from analyzer.signatures.xid import all_xids, classify_xid, recovery_action, xid_info
 
-REQUIRED = [8, 13, 31, 32, 38, 43, 45, 48, 56, 57, 58, 61, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 94, 95,
-            109, 110, 119, 120, 121, 122, 123, 140, 143, *range(144, 151), 151, 154, 155]
+REQUIRED = [
+    8,
+    13,
+    31,
+    32,
+    38,
+    43,
+    45,
+    48,
+    56,
+    57,
+    58,
+    61,
+    62,
+    63,
+    64,
+    65,
+    68,
+    69,
+    73,
+    74,
+    79,
+    80,
+    81,
+    92,
+    94,
+    95,
+    109,
+    110,
+    119,
+    120,
+    121,
+    122,
+    123,
+    140,
+    143,
+    *range(144, 151),
+    151,
+    154,
+    155,
+]
 
 
 def test_79_is_hardware_fallen_off_the_bus() -> None:
@@ -32,11 +71,21 @@ def test_45_is_sympathetic() -> None:
     assert info.subcategory is None and info.confidence < 0.5
 
 
-@pytest.mark.parametrize("number,sub", [(48, "hardware_xid.ecc_uncorrectable"), (94, "hardware_xid.ecc_uncorrectable"),
-                                        (95, "hardware_xid.ecc_uncorrectable"), (63, "hardware_xid.ecc_uncorrectable"),
-                                        (64, "hardware_xid.ecc_uncorrectable"), (74, "hardware_xid.nvlink"),
-                                        (147, "hardware_xid.nvlink"), (119, "hardware_xid.gsp"),
-                                        (120, "hardware_xid.gsp"), (32, "hardware_xid.xid")])
+@pytest.mark.parametrize(
+    "number,sub",
+    [
+        (48, "hardware_xid.ecc_uncorrectable"),
+        (94, "hardware_xid.ecc_uncorrectable"),
+        (95, "hardware_xid.ecc_uncorrectable"),
+        (63, "hardware_xid.ecc_uncorrectable"),
+        (64, "hardware_xid.ecc_uncorrectable"),
+        (74, "hardware_xid.nvlink"),
+        (147, "hardware_xid.nvlink"),
+        (119, "hardware_xid.gsp"),
+        (120, "hardware_xid.gsp"),
+        (32, "hardware_xid.xid"),
+    ],
+)
 def test_subcategories(number: int, sub: str) -> None:
     info = xid_info(number)
     assert info is not None and info.subcategory == sub

@@ -49,8 +49,10 @@ def test_dev_shm_sigbus_core_is_shm_and_names_the_mapping(tmp_path: Path) -> Non
 def test_truncated_file_sigbus_core_is_not_shm(tmp_path: Path) -> None:
     report = analyze(_run_dir(_program("trunc_bus", "{out}/dataset.bin"), tmp_path))
     assert report.verdict.category is not Category.SHM
-    assert any("dataset.bin" in e.text or "dataset.bin" in (e.signature or "") for e in report.evidence) or \
-        "dataset.bin" in report.verdict.explanation
+    assert (
+        any("dataset.bin" in e.text or "dataset.bin" in (e.signature or "") for e in report.evidence)
+        or "dataset.bin" in report.verdict.explanation
+    )
 
 
 def test_sigsegv_core_shows_the_crash_frame(tmp_path: Path) -> None:

@@ -23,8 +23,14 @@ NCCL = "node1:123:456 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\nnode1:12
 
 @pytest.mark.parametrize(
     ("path", "rank", "host"),
-    [("rank3.log", 3, None), ("node7/rank12.log", 12, "node7"), ("logs/attempt_0/3/stderr.log", 3, None),
-     ("node-07/train.log", None, "node-07"), ("log_rank_5.txt", 5, None), ("dmesg.log", None, None)],
+    [
+        ("rank3.log", 3, None),
+        ("node7/rank12.log", 12, "node7"),
+        ("logs/attempt_0/3/stderr.log", 3, None),
+        ("node-07/train.log", None, "node-07"),
+        ("log_rank_5.txt", 5, None),
+        ("dmesg.log", None, None),
+    ],
 )
 def test_rank_and_host_from_path(path: str, rank: int | None, host: str | None) -> None:
     assert rank_host_from_path(path) == (rank, host)
@@ -36,8 +42,12 @@ def test_kinds_by_content_not_name(tmp_path: Path) -> None:
     (tmp_path / "c.txt").write_text(TRACEBACK)
     (tmp_path / "error.json").write_text('{"message": {"message": "x", "extraInfo": {"py_callstack": "", "timestamp": "1"}}}')
     kinds = {s.rel: s.kind for s in discover(tmp_path)}
-    assert kinds == {"a.txt": SourceKind.KERNEL_LOG, "b.txt": SourceKind.NCCL_LOG, "c.txt": SourceKind.TRAINING_LOG,
-                     "error.json": SourceKind.ELASTIC_ERROR}
+    assert kinds == {
+        "a.txt": SourceKind.KERNEL_LOG,
+        "b.txt": SourceKind.NCCL_LOG,
+        "c.txt": SourceKind.TRAINING_LOG,
+        "error.json": SourceKind.ELASTIC_ERROR,
+    }
 
 
 def test_compressed_files_are_sniffed_inside(tmp_path: Path) -> None:
@@ -46,8 +56,12 @@ def test_compressed_files_are_sniffed_inside(tmp_path: Path) -> None:
     (tmp_path / "k.bz2").write_bytes(bz2.compress(DMESG.encode()))
     (tmp_path / "k.zst").write_bytes(zstandard.ZstdCompressor().compress(DMESG.encode()))
     found = {s.rel: (s.kind, s.compression) for s in discover(tmp_path)}
-    assert found == {"k.gz": (SourceKind.KERNEL_LOG, "gz"), "k.xz": (SourceKind.KERNEL_LOG, "xz"),
-                     "k.bz2": (SourceKind.KERNEL_LOG, "bz2"), "k.zst": (SourceKind.KERNEL_LOG, "zst")}
+    assert found == {
+        "k.gz": (SourceKind.KERNEL_LOG, "gz"),
+        "k.xz": (SourceKind.KERNEL_LOG, "xz"),
+        "k.bz2": (SourceKind.KERNEL_LOG, "bz2"),
+        "k.zst": (SourceKind.KERNEL_LOG, "zst"),
+    }
 
 
 def test_missing_and_not_a_dir(tmp_path: Path) -> None:

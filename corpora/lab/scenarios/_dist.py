@@ -1,4 +1,5 @@
 """Run the shared DIST training script (see _train_common.py) under torchrun, mp-free."""
+
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,16 @@ from ._train_common import DIST
 
 
 def dist_args(p: dict) -> list[str]:
-    a = ["--fault", p.get("fault", "none"), "--fault-rank", str(p.get("fault_rank", 1)),
-         "--at-step", str(p.get("at_step", 3)), "--timeout", str(p.get("timeout", 20))]
+    a = [
+        "--fault",
+        p.get("fault", "none"),
+        "--fault-rank",
+        str(p.get("fault_rank", 1)),
+        "--at-step",
+        str(p.get("at_step", 3)),
+        "--timeout",
+        str(p.get("timeout", 20)),
+    ]
     if p.get("steps"):
         a += ["--steps", str(p["steps"])]
     if p.get("step_time"):
@@ -25,8 +34,7 @@ def run_torchrun(ctx, p: dict, *, timeout: float = 150, during=None, extra_env: 
     """One torchrun agent on labnode1; returns (Result, root_cause dict or None)."""
     ctx.write("train.py", DIST)
     env = ctx.env(LAB_TS="1" if p.get("ts") else "0", **(extra_env or {}))
-    cmd = [*ctx.launch(p["nproc"], p.get("logging", "console"), p.get("rdzv", "standalone")),
-           "train.py", *dist_args(p)]
+    cmd = [*ctx.launch(p["nproc"], p.get("logging", "console"), p.get("rdzv", "standalone")), "train.py", *dist_args(p)]
     res = ctx.run(ctx.ns(cmd), timeout=timeout, env=env, during=during)
     if res.timed_out:
         raise NotReproduced("timed out:\n" + res.output[-3000:])
@@ -39,16 +47,22 @@ def run_python_ranks(ctx, p: dict, *, timeout: float = 150, env_per_rank=None):
     """Plain `python train.py` per rank (as a scheduler that starts one task per rank does),
     each rank's console in rank<N>.log."""
     from .. import free_port
+
     ctx.write("train.py", DIST)
     port = free_port()
     procs = []
     for r in range(p["nproc"]):
-        env = ctx.env(LAB_TS="1" if p.get("ts") else "0", RANK=r, LOCAL_RANK=r, WORLD_SIZE=p["nproc"],
-                      MASTER_ADDR="labnode1", MASTER_PORT=port)
+        env = ctx.env(
+            LAB_TS="1" if p.get("ts") else "0",
+            RANK=r,
+            LOCAL_RANK=r,
+            WORLD_SIZE=p["nproc"],
+            MASTER_ADDR="labnode1",
+            MASTER_PORT=port,
+        )
         if env_per_rank:
             env.update({k: str(v) for k, v in env_per_rank(r, port).items()})
-        procs.append(ctx.start(ctx.ns([sys.executable, "train.py", *dist_args(p)]), env=env,
-                               out_name=f".rank{r}.out"))
+        procs.append(ctx.start(ctx.ns([sys.executable, "train.py", *dist_args(p)]), env=env, out_name=f".rank{r}.out"))
     results = [ctx.finish(pr, timeout) for pr in procs]
     for r, res in enumerate(results):
         if res.timed_out:

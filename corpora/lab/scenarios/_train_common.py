@@ -1,7 +1,7 @@
 """Pieces of training-script text shared by scenarios (the scripts are written into the job
 dir at run time, so tracebacks show /job/train.py, as a job's would)."""
 
-LOGGING = r'''
+LOGGING = r"""
 import logging, os, sys, time
 TS = os.environ.get("LAB_TS", "0") == "1"
 RANK = int(os.environ.get("RANK", "0"))
@@ -11,10 +11,12 @@ if TS:
 else:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="[rank" + str(RANK) + "] %(message)s")
 log = logging.getLogger("train")
-'''
+"""
 
 #: a small DDP training loop on gloo with one injected fault (--fault) on one rank
-DIST = LOGGING + r'''
+DIST = (
+    LOGGING
+    + r'''
 import argparse, datetime, signal
 import torch
 import torch.distributed as dist
@@ -110,3 +112,4 @@ main = train if args.no_record else record(train)
 if __name__ == "__main__":
     main()
 '''
+)

@@ -3,6 +3,7 @@ making progress; the others time out (short timeout via init_process_group(timeo
 With TORCH_DISTRIBUTED_DEBUG=DETAIL the mismatch is reported by torch itself (those variants
 average gradients with explicit all_reduce: on torch 2.13 CPU, DDP's constructor segfaults
 under DETAIL, which is not the failure these cases are about)."""
+
 from __future__ import annotations
 
 from .. import Variant, need_in
@@ -17,12 +18,44 @@ V = Variant
 T = "hang.collective_timeout"
 M = "hang.collective_mismatch"
 VARIANTS = [
-    V("skip-allreduce-4r-rank1-tee-20s", T, dict(nproc=4, fault="skip", fault_rank=1, at_step=3, timeout=20, logging="tee"), first_rank=1),
-    V("stuck-rank-2r-rank0-console-ts-25s", T, dict(nproc=2, fault="stuck", fault_rank=0, at_step=2, timeout=25, logging="console", ts=True), first_rank=0),
-    V("extra-broadcast-3r-rank2-redirects-20s", M, dict(nproc=3, fault="extra", fault_rank=2, at_step=2, timeout=20, logging="redirects", rdzv="c10d"), first_rank=2),
-    V("size-mismatch-2r-rank1-tee-ts-20s", M, dict(nproc=2, fault="size", fault_rank=1, at_step=2, timeout=20, logging="tee", ts=True), first_rank=1),
-    V("gather-vs-allreduce-4r-rank3-detail-20s", M, dict(nproc=4, fault="gather", fault_rank=3, at_step=1, timeout=20, logging="tee", debug="DETAIL", rdzv="c10d", no_ddp=True), first_rank=3),
-    V("skip-allreduce-3r-rank2-detail-console-20s", M, dict(nproc=3, fault="skip", fault_rank=2, at_step=2, timeout=20, logging="console", debug="DETAIL", no_ddp=True), first_rank=2),
+    V(
+        "skip-allreduce-4r-rank1-tee-20s",
+        T,
+        dict(nproc=4, fault="skip", fault_rank=1, at_step=3, timeout=20, logging="tee"),
+        first_rank=1,
+    ),
+    V(
+        "stuck-rank-2r-rank0-console-ts-25s",
+        T,
+        dict(nproc=2, fault="stuck", fault_rank=0, at_step=2, timeout=25, logging="console", ts=True),
+        first_rank=0,
+    ),
+    V(
+        "extra-broadcast-3r-rank2-redirects-20s",
+        M,
+        dict(nproc=3, fault="extra", fault_rank=2, at_step=2, timeout=20, logging="redirects", rdzv="c10d"),
+        first_rank=2,
+    ),
+    V(
+        "size-mismatch-2r-rank1-tee-ts-20s",
+        M,
+        dict(nproc=2, fault="size", fault_rank=1, at_step=2, timeout=20, logging="tee", ts=True),
+        first_rank=1,
+    ),
+    V(
+        "gather-vs-allreduce-4r-rank3-detail-20s",
+        M,
+        dict(
+            nproc=4, fault="gather", fault_rank=3, at_step=1, timeout=20, logging="tee", debug="DETAIL", rdzv="c10d", no_ddp=True
+        ),
+        first_rank=3,
+    ),
+    V(
+        "skip-allreduce-3r-rank2-detail-console-20s",
+        M,
+        dict(nproc=3, fault="skip", fault_rank=2, at_step=2, timeout=20, logging="console", debug="DETAIL", no_ddp=True),
+        first_rank=2,
+    ),
 ]
 
 

@@ -7,6 +7,7 @@ Kept: the kernel's own lines taken with `dmesg` before/after (only the new ones)
 The victim rank writes its own pid into the cgroup's cgroup.procs when it starts (cgroup v2:
 memory.max + memory.swap.max=0; cgroup v1: memory.limit_in_bytes + memsw).
 """
+
 from __future__ import annotations
 
 import re
@@ -20,7 +21,9 @@ CATEGORY = "oom_cascade"
 DESCRIPTION = "one rank of a gloo torchrun job killed by a memory cgroup's OOM killer"
 NEEDS = ("root", "unshare", "cgroup", "dmesg", "torch")
 
-TRAIN = LOGGING + r'''
+TRAIN = (
+    LOGGING
+    + r"""
 import argparse, datetime
 import torch
 import torch.distributed as dist
@@ -72,9 +75,12 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
+)
 
-SPAWN = LOGGING + r'''
+SPAWN = (
+    LOGGING
+    + r"""
 import datetime
 import torch
 import torch.distributed as dist
@@ -106,28 +112,50 @@ def worker(rank, world):
 if __name__ == "__main__":
     world = int(os.environ["LAB_WORLD"])
     mp.spawn(worker, args=(world,), nprocs=world, join=True)
-'''
+"""
+)
 
 V = Variant
 VARIANTS = [
-    V("spike-4r-victim1-tee-20s", "oom_cascade.host_oom_kill",
-      dict(nproc=4, victim=1, pattern="spike", timeout=20, logging="tee", limit_mb=256, dmesg="raw"),
-      first_rank=1),
-    V("leak-4r-victim3-redirects-30s-ts", "oom_cascade.host_oom_kill",
-      dict(nproc=4, victim=3, pattern="leak", timeout=30, logging="redirects", limit_mb=200,
-           dmesg="human", ts=True, rdzv="c10d"), first_rank=3),
-    V("spike-3r-victim0-console-ts", "oom_cascade.host_oom_kill",
-      dict(nproc=3, victim=0, pattern="spike", timeout=20, logging="console", limit_mb=300,
-           dmesg="raw", ts=True, rdzv="c10d"), first_rank=0),
-    V("leak-2nodes-2x2-victim3-tee", "oom_cascade.host_oom_kill",
-      dict(nnodes=2, nproc=2, victim=3, pattern="leak", timeout=25, logging="tee", limit_mb=256,
-           dmesg="raw"), first_rank=3, first_host="labnode2"),
-    V("leak-mpspawn-4p-victim2", "oom_cascade.host_oom_kill",
-      dict(launcher="mp.spawn", world=4, victim=2, timeout=20, limit_mb=200, dmesg="human"),
-      first_rank=2),
-    V("spike-2r-victim1-console-nodmesg", "oom_cascade.sigkill",
-      dict(nproc=2, victim=1, pattern="spike", timeout=20, logging="console", limit_mb=256,
-           dmesg=None), first_rank=1),
+    V(
+        "spike-4r-victim1-tee-20s",
+        "oom_cascade.host_oom_kill",
+        dict(nproc=4, victim=1, pattern="spike", timeout=20, logging="tee", limit_mb=256, dmesg="raw"),
+        first_rank=1,
+    ),
+    V(
+        "leak-4r-victim3-redirects-30s-ts",
+        "oom_cascade.host_oom_kill",
+        dict(
+            nproc=4, victim=3, pattern="leak", timeout=30, logging="redirects", limit_mb=200, dmesg="human", ts=True, rdzv="c10d"
+        ),
+        first_rank=3,
+    ),
+    V(
+        "spike-3r-victim0-console-ts",
+        "oom_cascade.host_oom_kill",
+        dict(nproc=3, victim=0, pattern="spike", timeout=20, logging="console", limit_mb=300, dmesg="raw", ts=True, rdzv="c10d"),
+        first_rank=0,
+    ),
+    V(
+        "leak-2nodes-2x2-victim3-tee",
+        "oom_cascade.host_oom_kill",
+        dict(nnodes=2, nproc=2, victim=3, pattern="leak", timeout=25, logging="tee", limit_mb=256, dmesg="raw"),
+        first_rank=3,
+        first_host="labnode2",
+    ),
+    V(
+        "leak-mpspawn-4p-victim2",
+        "oom_cascade.host_oom_kill",
+        dict(launcher="mp.spawn", world=4, victim=2, timeout=20, limit_mb=200, dmesg="human"),
+        first_rank=2,
+    ),
+    V(
+        "spike-2r-victim1-console-nodmesg",
+        "oom_cascade.sigkill",
+        dict(nproc=2, victim=1, pattern="spike", timeout=20, logging="console", limit_mb=256, dmesg=None),
+        first_rank=1,
+    ),
 ]
 
 
@@ -135,16 +163,17 @@ def run(ctx, v: Variant):
     p = v.params
     cg = MemCgroup(f"pmlab-oom-{v.slug[:20]}", p["limit_mb"] << 20)
     ctx.cleanups.append(cg.cleanup)
-    ctx.notes.append(f"memory cgroup {cg.kind}: limit {p['limit_mb']} MB, no swap, victim rank "
-                     f"{p['victim']} joined it at start")
+    ctx.notes.append(f"memory cgroup {cg.kind}: limit {p['limit_mb']} MB, no swap, victim rank {p['victim']} joined it at start")
     env = ctx.env(LAB_TS="1" if p.get("ts") else "0", LAB_CGROUP_PROCS=str(cg.procs))
     dm = DmesgWindow()
     targs = ["--victim", str(p["victim"]), "--timeout", str(p["timeout"])]
     if p.get("launcher") == "mp.spawn":
         ctx.write("train.py", SPAWN)
         from .. import free_port
-        env.update(LAB_VICTIM=str(p["victim"]), LAB_WORLD=str(p["world"]), LAB_PORT=str(free_port()),
-                   LAB_TIMEOUT=str(p["timeout"]))
+
+        env.update(
+            LAB_VICTIM=str(p["victim"]), LAB_WORLD=str(p["world"]), LAB_PORT=str(free_port()), LAB_TIMEOUT=str(p["timeout"])
+        )
         res = ctx.run(ctx.ns([sys.executable, "train.py"]), timeout=150, env=env)
         outs = {"console.log": res.output}
         ff = {"rank": v.first_rank, "host": v.first_host}
@@ -155,8 +184,13 @@ def run(ctx, v: Variant):
             host = f"labnode{node + 1}"
             (ctx.tmp / host).mkdir()
             ctx.write(f"{host}/train.py", TRAIN)
-            cmd = [*ctx.launch(p["nproc"], p["logging"], "c10d", nnodes=p["nnodes"], node_rank=node),
-                   "train.py", *targs, "--pattern", p["pattern"]]
+            cmd = [
+                *ctx.launch(p["nproc"], p["logging"], "c10d", nnodes=p["nnodes"], node_rank=node),
+                "train.py",
+                *targs,
+                "--pattern",
+                p["pattern"],
+            ]
             procs.append((host, ctx.start(ctx.ns(cmd, hostname=host), env=env, cwd=ctx.tmp / host)))
         outs = {}
         for host, proc in procs:
@@ -166,16 +200,14 @@ def run(ctx, v: Variant):
             outs[f"{host}/console.log"] = r.output
             ctx.save_tree(f"{host}/logs", ctx.tmp / host / "logs")
         # with c10d rendezvous, which agent gets which ranks is decided at run time
-        killed = [h for h, (name, text) in zip([h for h, _ in procs], outs.items())
-                  if re.search(r"exitcode\s*:\s*-9", text)]
+        killed = [h for h, (name, text) in zip([h for h, _ in procs], outs.items()) if re.search(r"exitcode\s*:\s*-9", text)]
         if len(killed) != 1:
             raise NotReproduced(f"expected one host with the -9 rank, got {killed}")
         ff = {"rank": v.first_rank, "host": killed[0]}
         ctx.notes.append(f"the victim rank {v.first_rank} ran on {killed[0]}")
     else:
         ctx.write("train.py", TRAIN)
-        cmd = [*ctx.launch(p["nproc"], p["logging"], p.get("rdzv", "standalone")),
-               "train.py", *targs, "--pattern", p["pattern"]]
+        cmd = [*ctx.launch(p["nproc"], p["logging"], p.get("rdzv", "standalone")), "train.py", *targs, "--pattern", p["pattern"]]
         res = ctx.run(ctx.ns(cmd), timeout=150, env=env)
         if res.timed_out:
             raise NotReproduced("timed out:\n" + res.output[-2000:])

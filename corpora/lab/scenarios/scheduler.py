@@ -1,5 +1,6 @@
 """scheduler: a torchrun job stopped from outside, as a scheduler's time limit or a user's
 cancel would: SIGTERM (or SIGINT) to the launcher, or to every process of the job."""
+
 from __future__ import annotations
 
 import os
@@ -19,10 +20,30 @@ NEEDS = ("root", "unshare", "torch")
 V = Variant
 S = "scheduler.sigterm"
 VARIANTS = [
-    V("sigterm-launcher-3r-tee-ts", S, dict(nproc=3, sig="SIGTERM", target="launcher", after_step=4, logging="tee", ts=True), first_rank=None),
-    V("sigint-launcher-2r-console-ts", S, dict(nproc=2, sig="SIGINT", target="launcher", after_step=3, logging="console", ts=True), first_rank=None),
-    V("sigterm-all-4r-redirects-ts", S, dict(nproc=4, sig="SIGTERM", target="all", after_step=3, logging="redirects", ts=True, rdzv="c10d"), first_rank=None),
-    V("sigterm-then-sigkill-2r-tee-ts", S, dict(nproc=2, sig="SIGTERM", target="launcher", after_step=3, logging="tee", ts=True, kill_after=5, ignore_term=False), first_rank=None),
+    V(
+        "sigterm-launcher-3r-tee-ts",
+        S,
+        dict(nproc=3, sig="SIGTERM", target="launcher", after_step=4, logging="tee", ts=True),
+        first_rank=None,
+    ),
+    V(
+        "sigint-launcher-2r-console-ts",
+        S,
+        dict(nproc=2, sig="SIGINT", target="launcher", after_step=3, logging="console", ts=True),
+        first_rank=None,
+    ),
+    V(
+        "sigterm-all-4r-redirects-ts",
+        S,
+        dict(nproc=4, sig="SIGTERM", target="all", after_step=3, logging="redirects", ts=True, rdzv="c10d"),
+        first_rank=None,
+    ),
+    V(
+        "sigterm-then-sigkill-2r-tee-ts",
+        S,
+        dict(nproc=2, sig="SIGTERM", target="launcher", after_step=3, logging="tee", ts=True, kill_after=5, ignore_term=False),
+        first_rank=None,
+    ),
     V("sigterm-python-1proc-ts", S, dict(launcher="python", sig="SIGTERM", after_step=3, ts=True), first_rank=None),
 ]
 
@@ -58,18 +79,20 @@ def run(ctx, v: Variant):
     if p.get("launcher") == "python":
         ctx.write("train.py", DIST)
         from .. import free_port
-        env = ctx.env(LAB_TS="1", RANK=0, LOCAL_RANK=0, WORLD_SIZE=1, MASTER_ADDR="labnode1",
-                      MASTER_PORT=free_port())
-        res = ctx.run(ctx.ns([sys.executable, "train.py", *dist_args(p)]), timeout=150, env=env,
-                      during=during)
+
+        env = ctx.env(LAB_TS="1", RANK=0, LOCAL_RANK=0, WORLD_SIZE=1, MASTER_ADDR="labnode1", MASTER_PORT=free_port())
+        res = ctx.run(ctx.ns([sys.executable, "train.py", *dist_args(p)]), timeout=150, env=env, during=during)
         if res.timed_out:
             raise NotReproduced("timed out")
         ctx.save_text("train.log", res.output)
     else:
         res, rc = run_torchrun(ctx, p, timeout=150, during=during)
-        if "SignalException" not in res.output and "got signal" not in res.output \
-                and "Received" not in res.output and p.get("logging") != "redirects":
+        if (
+            "SignalException" not in res.output
+            and "got signal" not in res.output
+            and "Received" not in res.output
+            and p.get("logging") != "redirects"
+        ):
             ctx.notes.append("no SignalException line in the launcher output")
-    ctx.notes.append(f"{p['sig']} sent to the {p.get('target', 'process')} after step {p['after_step']}; "
-                     f"exit status {res.rc}")
+    ctx.notes.append(f"{p['sig']} sent to the {p.get('target', 'process')} after step {p['after_step']}; exit status {res.rc}")
     return {"rank": None, "host": "labnode1"}

@@ -6,6 +6,7 @@ left on device", the worker's "Unexpected bus error encountered in worker", "Dat
 (pid X) is killed by signal: Bus error", faulthandler's "Fatal Python error: Bus error", the
 launcher's ChildFailedError, and the gdb view of a SIGBUS core whose fault is in /dev/shm.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,9 @@ CATEGORY = "shm"
 DESCRIPTION = "DataLoader / training process using a 1 MB /dev/shm (unshare -m + tmpfs)"
 NEEDS = ("root", "unshare", "torch")
 
-TRAIN = LOGGING + r'''
+TRAIN = (
+    LOGGING
+    + r'''
 import argparse
 import numpy as np
 import torch
@@ -113,8 +116,11 @@ def main():
 if __name__ == "__main__":
     (main if args.no_record else record(main))()
 '''
+)
 
-SPAWN = LOGGING + r'''
+SPAWN = (
+    LOGGING
+    + r"""
 import numpy as np
 import torch
 import torch.distributed as dist
@@ -153,41 +159,112 @@ def worker(rank, world):
 if __name__ == "__main__":
     world = int(os.environ["LAB_WORLD"])
     mp.spawn(worker, args=(world,), nprocs=world, join=True)
-'''
+"""
+)
 
 V = Variant
 VARIANTS = [
-    V("dl-enospc-plain-2w", "shm.shm_alloc_failed",
-      dict(launcher="python", mode="torch", workers=2, rows=256, cols=1024, batch=4, shm="1m")),
-    V("dl-enospc-plain-4w-ts-file_system", "shm.shm_alloc_failed",
-      dict(launcher="python", mode="torch", workers=4, rows=128, cols=1024, batch=8, shm="1m",
-           strategy="file_system", ts=True)),
-    V("dl-buserror-plain-2w", "shm.dataloader_bus_error",
-      dict(launcher="python", mode="busworker", workers=2, rows=512, cols=1024, batch=2, shm="1m",
-           no_record=True)),
-    V("dl-buserror-plain-3w-faulthandler-ts", "shm.dataloader_bus_error",
-      dict(launcher="python", mode="busworker", workers=3, rows=512, cols=1024, batch=2, shm="1m",
-           faulthandler=True, ts=True)),
-    V("dl-buserror-torchrun-2r-tee", "shm.dataloader_bus_error",
-      dict(launcher="torchrun", nproc=2, logging="tee", rdzv="c10d", mode="busworker", workers=2, rows=512,
-           cols=1024, batch=2, shm="1m")),
-    V("dl-enospc-torchrun-4r-redirects-ts", "shm.shm_alloc_failed",
-      dict(launcher="torchrun", nproc=4, logging="redirects", rdzv="c10d", mode="torch", workers=2, rows=256,
-           cols=1024, batch=4, shm="1m", ts=True)),
-    V("dl-enospc-torchrun-3r-console", "shm.shm_alloc_failed",
-      dict(launcher="torchrun", nproc=3, logging="console", mode="torch", workers=1, rows=512,
-           cols=512, batch=4, shm="1m")),
-    V("main-sigbus-torchrun-3r-faulthandler-tee-ts", "shm.sigbus",
-      dict(launcher="torchrun", nproc=3, logging="tee", mode="busmain", workers=0, rows=128,
-           cols=1024, batch=4, shm="1m", faulthandler=True, ts=True), first_rank=None),
-    V("main-sigbus-torchrun-2r-redirects", "shm.sigbus",
-      dict(launcher="torchrun", nproc=2, logging="redirects", rdzv="c10d", mode="memmap", workers=0, rows=256,
-           cols=1024, batch=2, shm="1m", no_record=True), first_rank=None),
-    V("main-sigbus-plain-core-gdb", "shm.sigbus",
-      dict(launcher="python", mode="memmap", workers=0, rows=256, cols=1024, batch=2, shm="1m",
-           core=True), needs=("gdb",)),
-    V("dl-enospc-mpspawn-2p", "shm.shm_alloc_failed",
-      dict(launcher="mp.spawn", world=2, workers=2, rows=256, shm="1m")),
+    V(
+        "dl-enospc-plain-2w",
+        "shm.shm_alloc_failed",
+        dict(launcher="python", mode="torch", workers=2, rows=256, cols=1024, batch=4, shm="1m"),
+    ),
+    V(
+        "dl-enospc-plain-4w-ts-file_system",
+        "shm.shm_alloc_failed",
+        dict(launcher="python", mode="torch", workers=4, rows=128, cols=1024, batch=8, shm="1m", strategy="file_system", ts=True),
+    ),
+    V(
+        "dl-buserror-plain-2w",
+        "shm.dataloader_bus_error",
+        dict(launcher="python", mode="busworker", workers=2, rows=512, cols=1024, batch=2, shm="1m", no_record=True),
+    ),
+    V(
+        "dl-buserror-plain-3w-faulthandler-ts",
+        "shm.dataloader_bus_error",
+        dict(launcher="python", mode="busworker", workers=3, rows=512, cols=1024, batch=2, shm="1m", faulthandler=True, ts=True),
+    ),
+    V(
+        "dl-buserror-torchrun-2r-tee",
+        "shm.dataloader_bus_error",
+        dict(
+            launcher="torchrun",
+            nproc=2,
+            logging="tee",
+            rdzv="c10d",
+            mode="busworker",
+            workers=2,
+            rows=512,
+            cols=1024,
+            batch=2,
+            shm="1m",
+        ),
+    ),
+    V(
+        "dl-enospc-torchrun-4r-redirects-ts",
+        "shm.shm_alloc_failed",
+        dict(
+            launcher="torchrun",
+            nproc=4,
+            logging="redirects",
+            rdzv="c10d",
+            mode="torch",
+            workers=2,
+            rows=256,
+            cols=1024,
+            batch=4,
+            shm="1m",
+            ts=True,
+        ),
+    ),
+    V(
+        "dl-enospc-torchrun-3r-console",
+        "shm.shm_alloc_failed",
+        dict(launcher="torchrun", nproc=3, logging="console", mode="torch", workers=1, rows=512, cols=512, batch=4, shm="1m"),
+    ),
+    V(
+        "main-sigbus-torchrun-3r-faulthandler-tee-ts",
+        "shm.sigbus",
+        dict(
+            launcher="torchrun",
+            nproc=3,
+            logging="tee",
+            mode="busmain",
+            workers=0,
+            rows=128,
+            cols=1024,
+            batch=4,
+            shm="1m",
+            faulthandler=True,
+            ts=True,
+        ),
+        first_rank=None,
+    ),
+    V(
+        "main-sigbus-torchrun-2r-redirects",
+        "shm.sigbus",
+        dict(
+            launcher="torchrun",
+            nproc=2,
+            logging="redirects",
+            rdzv="c10d",
+            mode="memmap",
+            workers=0,
+            rows=256,
+            cols=1024,
+            batch=2,
+            shm="1m",
+            no_record=True,
+        ),
+        first_rank=None,
+    ),
+    V(
+        "main-sigbus-plain-core-gdb",
+        "shm.sigbus",
+        dict(launcher="python", mode="memmap", workers=0, rows=256, cols=1024, batch=2, shm="1m", core=True),
+        needs=("gdb",),
+    ),
+    V("dl-enospc-mpspawn-2p", "shm.shm_alloc_failed", dict(launcher="mp.spawn", world=2, workers=2, rows=256, shm="1m")),
 ]
 
 
@@ -204,13 +281,22 @@ def run(ctx, v: Variant):
     env = ctx.env(LAB_TS="1" if p.get("ts") else "0")
     if p["launcher"] == "mp.spawn":
         ctx.write("train.py", SPAWN)
-        env.update(LAB_WORKERS=str(p["workers"]), LAB_ROWS=str(p["rows"]),
-                   LAB_WORLD=str(p["world"]), LAB_PORT=str(free_port()))
+        env.update(LAB_WORKERS=str(p["workers"]), LAB_ROWS=str(p["rows"]), LAB_WORLD=str(p["world"]), LAB_PORT=str(free_port()))
         cmd = [sys.executable, "train.py"]
     else:
         ctx.write("train.py", TRAIN)
-        targs = ["--mode", p["mode"], "--workers", str(p["workers"]), "--rows", str(p["rows"]),
-                 "--cols", str(p["cols"]), "--batch", str(p["batch"])]
+        targs = [
+            "--mode",
+            p["mode"],
+            "--workers",
+            str(p["workers"]),
+            "--rows",
+            str(p["rows"]),
+            "--cols",
+            str(p["cols"]),
+            "--batch",
+            str(p["batch"]),
+        ]
         if p.get("faulthandler"):
             targs.append("--faulthandler")
         if p.get("strategy"):
@@ -218,8 +304,7 @@ def run(ctx, v: Variant):
         if p.get("no_record"):
             targs.append("--no-record")
         if p["launcher"] == "torchrun":
-            cmd = [*ctx.launch(p["nproc"], p.get("logging", "console"), p.get("rdzv", "standalone")),
-                   "train.py", *targs]
+            cmd = [*ctx.launch(p["nproc"], p.get("logging", "console"), p.get("rdzv", "standalone")), "train.py", *targs]
         else:
             cmd = [sys.executable, "train.py", *targs]
     res = ctx.run(ctx.ns(cmd, shm_size=p["shm"]), timeout=120, env=env, core=bool(p.get("core")))
@@ -237,17 +322,19 @@ def run(ctx, v: Variant):
     if p.get("core"):
         cores = sorted(ctx.tmp.glob("core*"))
         if not cores:
-            raise NotReproduced("no core file was written (core_pattern: "
-                                + Path("/proc/sys/kernel/core_pattern").read_text().strip() + ")")
+            raise NotReproduced(
+                "no core file was written (core_pattern: " + Path("/proc/sys/kernel/core_pattern").read_text().strip() + ")"
+            )
         core = cores[0]
         size = core.stat().st_size
         bt = gdb_core_text(os.path.realpath(sys.executable), core)
         need_in(bt, r"SIGBUS")
         ctx.save_text("gdb-backtrace.txt", bt)
-        ctx.extra_provenance["core"] = {"file": core.name, "size_bytes": size, "kept": False,
-                                        "signal": "SIGBUS",
-                                        "note": "core not kept (too large); gdb-backtrace.txt has "
-                                                "`thread apply all bt` and `info proc mappings`"}
+        ctx.extra_provenance["core"] = {
+            "file": core.name,
+            "size_bytes": size,
+            "kept": False,
+            "signal": "SIGBUS",
+            "note": "core not kept (too large); gdb-backtrace.txt has `thread apply all bt` and `info proc mappings`",
+        }
     return ff
-
-

@@ -5,6 +5,7 @@
 - ENOSPC while saving a checkpoint with torch.save onto a small tmpfs mounted at the
   checkpoint directory in a private mount namespace.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,9 @@ CATEGORY = "storage"
 DESCRIPTION = "truncated mmapped dataset (SIGBUS) and checkpoint ENOSPC on a small tmpfs"
 NEEDS = ("root", "unshare", "torch")
 
-TRAIN = LOGGING + r'''
+TRAIN = (
+    LOGGING
+    + r"""
 import argparse, mmap, datetime
 import numpy as np
 import torch
@@ -97,7 +100,8 @@ def main():
 
 if __name__ == "__main__":
     (main if args.no_record else record(main))()
-'''
+"""
+)
 
 RUN_SH = """#!/bin/bash
 # job script
@@ -107,25 +111,49 @@ cd "$(dirname "$0")"
 
 V = Variant
 VARIANTS = [
-    V("truncated-memmap-python-bash-core-gdb", "storage.truncated_file",
-      dict(launcher="bash", mode="memmap", mb=32, core=True, no_record=True), needs=("gdb",)),
-    V("truncated-memmap-torchrun-2r-tee-faulthandler-ts", "storage.truncated_file",
-      dict(launcher="torchrun", nproc=2, logging="tee", mode="memmap", mb=32, faulthandler=True, ts=True),
-      first_rank=None),
-    V("truncated-mmap-torchrun-3r-redirects", "storage.truncated_file",
-      dict(launcher="torchrun", nproc=3, logging="redirects", mode="mmap", mb=24, rdzv="c10d", no_record=True),
-      first_rank=None),
-    V("truncated-memmap-python-faulthandler", "storage.truncated_file",
-      dict(launcher="python", mode="memmap", mb=16, faulthandler=True)),
-    V("ckpt-enospc-torch-save-python-ts", "storage.enospc",
-      dict(launcher="python", mode="save", tmpfs="2m", hidden=1024, ts=True)),
-    V("ckpt-enospc-torch-save-torchrun-3r-tee", "storage.enospc",
-      dict(launcher="torchrun", nproc=3, logging="tee", mode="save", tmpfs="1m", hidden=2048), first_rank=0),
-    V("ckpt-enospc-legacy-save-torchrun-2r-redirects-ts", "storage.enospc",
-      dict(launcher="torchrun", nproc=2, logging="redirects", mode="save-legacy", tmpfs="1m", hidden=1024,
-           ts=True, rdzv="c10d"), first_rank=0),
-    V("ckpt-enospc-np-save-python", "storage.enospc",
-      dict(launcher="python", mode="save-np", tmpfs="512k", hidden=2048)),
+    V(
+        "truncated-memmap-python-bash-core-gdb",
+        "storage.truncated_file",
+        dict(launcher="bash", mode="memmap", mb=32, core=True, no_record=True),
+        needs=("gdb",),
+    ),
+    V(
+        "truncated-memmap-torchrun-2r-tee-faulthandler-ts",
+        "storage.truncated_file",
+        dict(launcher="torchrun", nproc=2, logging="tee", mode="memmap", mb=32, faulthandler=True, ts=True),
+        first_rank=None,
+    ),
+    V(
+        "truncated-mmap-torchrun-3r-redirects",
+        "storage.truncated_file",
+        dict(launcher="torchrun", nproc=3, logging="redirects", mode="mmap", mb=24, rdzv="c10d", no_record=True),
+        first_rank=None,
+    ),
+    V(
+        "truncated-memmap-python-faulthandler",
+        "storage.truncated_file",
+        dict(launcher="python", mode="memmap", mb=16, faulthandler=True),
+    ),
+    V(
+        "ckpt-enospc-torch-save-python-ts",
+        "storage.enospc",
+        dict(launcher="python", mode="save", tmpfs="2m", hidden=1024, ts=True),
+    ),
+    V(
+        "ckpt-enospc-torch-save-torchrun-3r-tee",
+        "storage.enospc",
+        dict(launcher="torchrun", nproc=3, logging="tee", mode="save", tmpfs="1m", hidden=2048),
+        first_rank=0,
+    ),
+    V(
+        "ckpt-enospc-legacy-save-torchrun-2r-redirects-ts",
+        "storage.enospc",
+        dict(
+            launcher="torchrun", nproc=2, logging="redirects", mode="save-legacy", tmpfs="1m", hidden=1024, ts=True, rdzv="c10d"
+        ),
+        first_rank=0,
+    ),
+    V("ckpt-enospc-np-save-python", "storage.enospc", dict(launcher="python", mode="save-np", tmpfs="512k", hidden=2048)),
 ]
 
 
@@ -145,10 +173,10 @@ def run(ctx, v: Variant):
         (ctx.tmp / "data").mkdir()
         with open(ctx.tmp / "data" / "train.bin", "wb") as f:
             import numpy as np
+
             np.random.default_rng(0).standard_normal((p["mb"] << 20) // 4, dtype=np.float32).tofile(f)
     if p["launcher"] == "torchrun":
-        cmd = [*ctx.launch(p["nproc"], p.get("logging", "console"), p.get("rdzv", "standalone")),
-               "train.py", *targs]
+        cmd = [*ctx.launch(p["nproc"], p.get("logging", "console"), p.get("rdzv", "standalone")), "train.py", *targs]
     else:
         cmd = [sys.executable, "train.py", *targs]
     if p["launcher"] == "bash":
@@ -164,6 +192,7 @@ def run(ctx, v: Variant):
         watch = out_path
         if p.get("logging") == "redirects":
             import time
+
             for _ in range(300):
                 found = list(ctx.tmp.glob("logs/*/attempt_0/0/stdout.log"))
                 if found:
@@ -182,15 +211,19 @@ def run(ctx, v: Variant):
     ctx.save_tree("logs", ctx.tmp / "logs")
     alltext = "\n".join(b.decode(errors="replace") for b in ctx.saved.values())
     if truncating:
-        ctx.notes.append(f"data/train.bin ({p['mb']} MiB) truncated to 1 MiB by another process "
-                         "while the job read it through mmap")
+        ctx.notes.append(
+            f"data/train.bin ({p['mb']} MiB) truncated to 1 MiB by another process while the job read it through mmap"
+        )
         need_in(alltext + f"\nrc={res.rc}", r"Bus error|SIGBUS|rc=-7|exitcode\s*:\s*-7")
     else:
         ctx.notes.append(f"the checkpoint dir was a {p['tmpfs']} tmpfs (private mount namespace)")
         # torch.save (zip writer) reports ENOSPC as "basic_ios::clear: iostream error" /
         # "unexpected pos"; numpy's short write as "N requested and M written"
-        need_in(alltext, r"No space left on device|file write failed|Errno 28|iostream error|"
-                         r"unexpected pos|requested and \d+ written")
+        need_in(
+            alltext,
+            r"No space left on device|file write failed|Errno 28|iostream error|"
+            r"unexpected pos|requested and \d+ written",
+        )
     if p.get("core"):
         cores = sorted(ctx.tmp.glob("core*"))
         if not cores:
@@ -198,10 +231,13 @@ def run(ctx, v: Variant):
         bt = gdb_core_text(os.path.realpath(sys.executable), cores[0])
         need_in(bt, "SIGBUS")
         ctx.save_text("gdb-backtrace.txt", bt)
-        ctx.extra_provenance["core"] = {"file": cores[0].name, "size_bytes": cores[0].stat().st_size,
-                                        "kept": False, "signal": "SIGBUS",
-                                        "note": "core not kept (too large); gdb-backtrace.txt has "
-                                                "`thread apply all bt` and `info proc mappings`"}
+        ctx.extra_provenance["core"] = {
+            "file": cores[0].name,
+            "size_bytes": cores[0].stat().st_size,
+            "kept": False,
+            "signal": "SIGBUS",
+            "note": "core not kept (too large); gdb-backtrace.txt has `thread apply all bt` and `info proc mappings`",
+        }
     if p["launcher"] == "torchrun":
         return require_root_cause(res.output)
     return {"rank": v.first_rank, "host": v.first_host}
