@@ -50,8 +50,18 @@ def main() -> None:
 @click.option("--core-timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may spend on one core.")
 @click.option("--no-redact", is_flag=True, help="Keep secrets (tokens, passwords) seen in logs in the report.")
 @click.option("--color/--no-color", default=None, help="Color in the terminal report (default: when a terminal).")
+@click.option("-v", "--verbose", is_flag=True, help="Text format: list every evidence line and timeline event.")
+@click.option("--width", type=click.IntRange(40, 1000), help="Text format: columns (default: the terminal's).")
 def analyze(
-    run_dir: Path, fmt: str, output: Path | None, follow_symlinks: bool, core_timeout: float, no_redact: bool, color: bool | None
+    run_dir: Path,
+    fmt: str,
+    output: Path | None,
+    follow_symlinks: bool,
+    core_timeout: float,
+    no_redact: bool,
+    color: bool | None,
+    verbose: bool,
+    width: int | None,
 ) -> None:
     """Name the root cause of the failed job that left RUN_DIR."""
     from analyzer.pipeline import Options
@@ -66,7 +76,7 @@ def analyze(
         click.echo(f"postmortem: {exc}", err=True)
         sys.exit(2)
     use_color = (sys.stdout.isatty() if color is None else color) and output is None
-    _write(render(report, fmt, color=use_color), output)
+    _write(render(report, fmt, color=use_color, width=width, verbose=verbose), output)
 
 
 PARSE_KINDS = ("auto", "python_traceback", "torchelastic", "faulthandler", "nccl", "dmesg", "gdb")
