@@ -19,7 +19,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from analyzer.model import Category, Report
+from analyzer.model import CascadeEntry, Category, Report
 from analyzer.report import layout
 from analyzer.report.safe import middle_ellipsis, term_line, term_name
 
@@ -124,7 +124,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
     return Group(*parts)
 
 
-def _followed(c, root_time: float | None) -> str:  # type: ignore[no-untyped-def]
+def _followed(c: CascadeEntry, root_time: float | None) -> str:
     what = c.what
     if c.count > 1 and "rank" not in what:
         what += f" ({c.count} times)" if "times)" not in what else ""
@@ -165,7 +165,7 @@ def render_text(report: Report, color: bool = False, width: int | None = None, v
                 )
             )
             rows = g.items if verbose else g.items[:GROUP_ROWS]
-            cells = [
+            cells: list[tuple[str, ...]] = [
                 (
                     term_name(middle_ellipsis(layout.where(e.file, e.line), path_w)),
                     _cut(layout.who(e.rank, e.host), 24),
