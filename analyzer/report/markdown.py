@@ -1,13 +1,21 @@
-"""Markdown that reads well pasted into a GitHub or Jira ticket."""
+"""Markdown that reads well pasted into a GitHub, GitLab or Jira ticket: the answer first, the
+details in a collapsed `<details>` block.
+
+Text from the run dir (log lines, file names, summaries that quote them) appears only in code
+spans, or as prose with every markup character escaped and URLs in code spans, so that a log
+line cannot add an image, a link, HTML or a table row to the ticket (see `safe`).
+"""
 
 from __future__ import annotations
 
-from analyzer.events.clock import format_time
+import re
+
 from analyzer.model import Report
+from analyzer.report import layout
+from analyzer.report.safe import md_cell, md_code, md_name, md_prose, md_text, strip_sequences
 
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+EVIDENCE_ROWS = 40
+TIMELINE_ROWS = 40
 
 
 def render_markdown(report: Report) -> str:
@@ -15,54 +23,106 @@ def render_markdown(report: Report) -> str:
     ff = v.first_failure
     out = [f"## postmortem: `{v.category.value}`" + (f" / `{v.subcategory}`" if v.subcategory else "")]
     out.append("")
-    out.append(f"**{v.title}** (confidence {v.confidence:.2f})")
+    out.append(f"**{md_text(v.title)}** (confidence {v.confidence:.2f})")
     out.append("")
-    out.append(v.explanation)
-    out.append("")
+    line = layout.decisive(report)
+    if line is not None:
+        out.append(f"Decisive line, {md_name(layout.where(line.file, line.line))}:")
+        out.append("")
+        out.append(_block(line.text))
+        out.append("")
+    else:
+        out.append(md_text(v.explanation))
+        out.append("")
+    placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
+    approx = ff.time is None and placed is not None and placed.approx
     rows = [
-        ("Run dir", f"`{report.run_dir}`"),
-        ("First failure", (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on `{ff.host}`" if ff.host else "")),
-        ("When", format_time(ff.time) or "unknown"),
-        ("Where", f"`{ff.file}:{ff.line}`" if ff.file else "unknown"),
-        ("Signatures", ", ".join(f"`{s}`" for s in v.signatures) or "none"),
-        ("Fingerprint", f"`{v.fingerprint}`"),
+        ("Run dir", md_cell(md_name(report.run_dir))),
+        ("First failure", md_text(layout.who(ff.rank, ff.host)) if (ff.rank is not None or ff.host) else "unknown"),
+        ("When", md_text(layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx))),
+        ("Where", md_cell(md_name(layout.where(ff.file, ff.line))) if ff.file else "unknown"),
+        ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),
+        ("Fingerprint", md_code(v.fingerprint)),
     ]
     if report.alternatives:
-        rows.append(("Alternatives", ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in report.alternatives)))
+        label = "Close call with" if layout.is_close_call(report) else "Less likely"
+        rows.append((label, ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in report.alternatives)))
     out.append("| | |")
     out.append("|---|---|")
     out.extend(f"| {k} | {val} |" for k, val in rows)
     out.append("")
+    if report.cascade:
+        out.append("### What followed")
+        for c in report.cascade:
+            extra = f", {layout.delta(c.time - ff.time)} after" if c.time is not None and ff.time is not None else ""
+            out.append(f"- {md_code(c.what)}{extra}")
+        out.append("")
     if v.remediation:
         out.append("### What to do")
-        out.extend(f"{i}. {r}" for i, r in enumerate(v.remediation, 1))
+        out.extend(f"{i}. {md_prose(r)}" for i, r in enumerate(v.remediation, 1))
         out.append("")
-    if report.cascade:
-        out.append("### Cascade")
-        out.extend(f"- {c.what}" + (f" ({format_time(c.time)})" if c.time else "") for c in report.cascade[:15])
+    for w in report.warnings:
+        out.append(f"> **Warning:** {md_text(w)}")
         out.append("")
+    out.append("<details><summary>Details: evidence, timeline, sources</summary>")
+    out.append("")
+    out.append(md_text(v.explanation))
+    out.append("")
     if report.evidence:
-        out.append("### Evidence")
+        out.append("#### Evidence")
         out.append("| role | where | who | line |")
         out.append("|---|---|---|---|")
-        for e in report.evidence[:20]:
-            who = (f"rank {e.rank}" if e.rank is not None else "") + (f" {e.host}" if e.host else "")
-            out.append(f"| {e.role.value} | `{e.file}:{e.line}` | {who.strip() or '-'} | `{_cell(e.text[:200])}` |")
+        seen: set[tuple[str, int | None]] = set()
+        for e in report.evidence[:EVIDENCE_ROWS]:
+            if (e.file, e.line) in seen:
+                continue  # one line matched by several signatures: shown once
+            seen.add((e.file, e.line))
+            out.append(
+                f"| {e.role.value} | {md_cell(md_name(layout.where(e.file, e.line)))} | "
+                f"{md_text(layout.who(e.rank, e.host))} | {md_cell(md_code(e.text))} |"
+            )
+        if len(report.evidence) > EVIDENCE_ROWS:
+            out.append(f"\n{layout.plural(len(report.evidence) - EVIDENCE_ROWS, 'more line')} in the JSON report.")
+        out.append("")
+    placed_all = layout.placed_timeline(report)
+    if placed_all:
+        win = layout.window(placed_all)
+        out.append("#### Timeline")
+        if win.earlier:
+            out.append(md_text(layout.summarize_earlier(win.earlier)))
+            out.append("")
+        out.append("| time | who | what | where |")
+        out.append("|---|---|---|---|")
+        for r in layout.collapse(win.shown)[:TIMELINE_ROWS]:
+            p = r.first
+            what = p.entry.summary + (f" (x{r.count})" if r.count > 1 else "")
+            mark = "**first failure** " if p.is_root else ""
+            out.append(
+                f"| {md_text(layout.when(p.time, p.approx))} | {md_text(layout.row_who(r))} | "
+                f"{mark}{md_cell(md_code(what))} | {md_cell(md_name(layout.where(p.entry.file, p.entry.line)))} |"
+            )
         out.append("")
     if report.missing_evidence:
-        out.append("### Missing evidence")
-        out.extend(f"- {m}" for m in report.missing_evidence)
+        out.append("#### Missing evidence")
+        out.extend(f"- {md_text(m)}" for m in report.missing_evidence)
         out.append("")
     problems = [s for s in report.sources if s.status != "parsed"]
-    if problems or report.warnings:
-        out.append("<details><summary>Warnings</summary>")
+    if problems:
+        out.append("#### Files not read")
+        out.extend(f"- {md_name(s.file)}: {s.status}: {md_text(s.note)}" for s in problems)
         out.append("")
-        out.extend(f"- `{s.file}`: {s.status}: {s.note}" for s in problems)
-        out.extend(f"- {w}" for w in report.warnings)
-        out.append("")
-        out.append("</details>")
-        out.append("")
+    out.append("</details>")
+    out.append("")
+    parsed = sum(1 for s in report.sources if s.status == "parsed")
     out.append(
-        f"<sub>postmortem {report.tool_version}, {sum(1 for s in report.sources if s.status == 'parsed')} of {len(report.sources)} files read</sub>"
+        f"<sub>postmortem {md_text(report.tool_version)}, {parsed} of {layout.plural(len(report.sources), 'file')} read</sub>"
     )
     return "\n".join(out) + "\n"
+
+
+def _block(text: str) -> str:
+    """A fenced code block longer than any backtick run in `text`."""
+    body = strip_sequences(text)
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{body}\n{fence}"

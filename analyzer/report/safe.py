@@ -105,6 +105,22 @@ def md_text(text: str) -> str:
     return "".join(out)
 
 
+_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def md_prose(text: str) -> str:
+    """The project's own prose (remediation from the signature database): its code spans kept,
+    everything else escaped as `md_text` does."""
+    out: list[str] = []
+    pos = 0
+    for m in _SPAN.finditer(text):
+        out.append(md_text(text[pos : m.start()]))
+        out.append(md_code(m.group()[1:-1]))
+        pos = m.end()
+    out.append(md_text(text[pos:]))
+    return "".join(out)
+
+
 def middle_ellipsis(text: str, width: int) -> str:
     """`text` shortened to `width` characters by cutting its middle (paths keep both ends)."""
     if len(text) <= width:
