@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from html import escape
 
-from analyzer.events.clock import format_time
 from analyzer.model import Report, TimelineEntry
+from analyzer.report import layout, safe
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d1d1f;max-width:1200px}
@@ -18,137 +18,241 @@ table{border-collapse:collapse;width:100%;font-size:13px} td,th{border-bottom:1p
 td.mono,code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;word-break:break-all}
 .root_cause{color:#c0392b;font-weight:600} .symptom{color:#7f8c8d} .context{color:#2471a3}
 svg text{font-family:ui-monospace,monospace;font-size:11px}
-.note{color:#666;font-size:12px}
+.note{color:#666;font-size:12px} .warning{color:#9a6700;font-weight:600}\npre.decisive{background:#f6f8fa;padding:8px;white-space:pre-wrap;word-break:break-all;font-size:12px}\n.drawing{overflow-x:auto} td.where{white-space:nowrap;word-break:normal} .alts{color:#555}
 """
 
 
-def _lanes(entries: list[TimelineEntry]) -> list[str]:
-    lanes: list[str] = []
-    for t in entries:
-        name = _lane(t)
-        if name not in lanes:
-            lanes.append(name)
-
-    def key(name: str) -> tuple[int, int, str]:
-        if name.startswith("rank "):
-            return (0, int(name.split()[1].split("@")[0]), name)
-        return (1, 0, name)
-
-    return sorted(lanes, key=key)
+MONO_W = 6.7  # width of one character of the drawing's 11px monospace font, rounded up
+EARLIER_W = 90  # width of the compressed zone for events before the failure window
 
 
-def _lane(t: TimelineEntry) -> str:
+def _lane_key(t: TimelineEntry) -> tuple[int, int, str]:
+    """One lane per rank; events with no rank go to their host's lane, else their file's."""
     if t.rank is not None:
-        return f"rank {t.rank}" + (f"@{t.host}" if t.host else "")
-    return t.host or t.file
+        return (0, t.rank, "")
+    return (1, 0, t.host or t.file)
+
+
+def _lane_labels(entries: list[TimelineEntry]) -> dict[tuple[int, int, str], str]:
+    hosts: dict[int, dict[str, int]] = {}
+    for t in entries:
+        if t.rank is not None and t.host:
+            hosts.setdefault(t.rank, {})
+            hosts[t.rank][t.host] = hosts[t.rank].get(t.host, 0) + 1
+    labels = {}
+    for t in entries:
+        key = _lane_key(t)
+        if key in labels:
+            continue
+        if t.rank is not None:
+            seen = hosts.get(t.rank)
+            host = max(sorted(seen), key=lambda h: seen[h]) if seen else None
+            labels[key] = f"rank {t.rank}" + (f" · {host}" if host else "")
+        else:
+            labels[key] = safe.escape_controls(key[2])
+    return dict(sorted(labels.items()))
+
+
+def _text_w(text: str) -> float:
+    return len(text) * MONO_W
 
 
 def timeline_svg(report: Report, width: int = 1100) -> tuple[str, bool]:
-    """The drawing, and whether the x axis is real time (else: order of appearance)."""
-    entries = list(report.timeline)
-    if not entries:
+    """The drawing, and whether the x axis is real time (else: order of appearance).
+
+    One lane per rank (the host in its label). Events without a time are placed by their
+    neighbours (`layout.placed_timeline`) and drawn hollow, marked approximate. The axis covers
+    the failure window; earlier events sit in a compressed zone at the left, after a break.
+    """
+    placed = layout.placed_timeline(report)
+    if not placed:
         return "", False
-    timed = [t.time for t in entries if t.time is not None]
-    real_time = len(timed) >= 2 and max(timed) > min(timed)
-    lanes = _lanes(entries)
-    row, left, top = 22, 200, 20
-    height = top + row * len(lanes) + 40
-    x0, x1 = left, width - 20
-    if real_time:
-        lo, hi = min(timed), max(timed)
+    entries = [p.entry for p in placed]
+    labels = _lane_labels(entries)
+    keys = list(labels)
+    times = [p.time for p in placed if p.time is not None]
+    real_time = len(times) >= 2 and max(times) > min(times)
+    win = layout.window(placed) if real_time else layout.Window([], placed, None)
+    row = 22 if len(keys) <= 24 else 14
+    top = 30
+    left = int(max(_text_w(v) for v in labels.values())) + 16
+    height = top + row * len(keys) + 48
+    x1 = width - 20
+    zone = EARLIER_W if win.earlier else 0
+    x0 = left + zone + (16 if zone else 0)
+    shown_times = [p.time for p in win.shown if p.time is not None]
+    lo = min(shown_times) if shown_times else 0.0
+    hi = max(shown_times) if shown_times else 1.0
+    if hi <= lo:
+        hi = lo + 1.0
+    early = [p.time for p in win.earlier if p.time is not None]
+    e_lo, e_hi = (min(early), max(early)) if early else (0.0, 1.0)
 
-        def xpos(i: int, t: TimelineEntry) -> float:
-            if t.time is None:
-                return x1
-            return x0 + (x1 - x0) * (t.time - lo) / (hi - lo)
-    else:
+    def xpos(i: int, p: layout.Placed) -> float:
+        if not real_time or p.time is None:
+            return x0 + (x1 - x0) * (i / max(1, len(placed) - 1))
+        if p in win.earlier:
+            span = (e_hi - e_lo) or 1.0
+            return left + 4 + (zone - 8) * ((p.time - e_lo) / span)
+        return x0 + (x1 - x0) * (p.time - lo) / (hi - lo)
 
-        def xpos(i: int, t: TimelineEntry) -> float:
-            return x0 + (x1 - x0) * (i / max(1, len(entries) - 1))
-
-    ff = report.verdict.first_failure
-    cascade_sigs = {c.what for c in report.cascade}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" aria-label="timeline">']
-    for i, lane in enumerate(lanes):
+    root_at = next((i for i, p in enumerate(placed) if p.is_root), None)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'role="img" aria-label="timeline" class="timeline">'
+    ]
+    for i, key in enumerate(keys):
         y = top + i * row
-        parts.append(f'<text x="4" y="{y + 14}">{escape(lane[:28])}</text>')
-        parts.append(f'<line x1="{x0}" y1="{y + 10}" x2="{x1}" y2="{y + 10}" stroke="#e5e5e5"/>')
-    for i, t in enumerate(entries):
-        y = top + lanes.index(_lane(t)) * row + 10
-        x = xpos(i, t)
-        is_first = ff.file == t.file and ff.line == t.line
-        color = (
-            "#c0392b" if is_first else ("#e67e22" if any(t.kind in w or t.summary[:40] in w for w in cascade_sigs) else "#7f8c8d")
+        parts.append(
+            f'<g class="lane" data-lane="{escape(labels[key])}"><text class="lane-label" x="4" y="{y + row // 2 + 4}">'
+            f'{escape(labels[key])}</text><line x1="{left}" y1="{y + row // 2}" x2="{x1}" y2="{y + row // 2}" stroke="#e5e5e5"/></g>'
         )
-        r = 7 if is_first else 4
-        label = escape(f"{format_time(t.time) or '?'} {_lane(t)}: {t.summary[:120]} ({t.file}:{t.line})")
-        parts.append(f'<circle cx="{x:.1f}" cy="{y}" r="{r}" fill="{color}"><title>{label}</title></circle>')
-        if is_first:
-            parts.append(f'<text x="{x + 9:.1f}" y="{y - 6}" fill="#c0392b">first failure</text>')
-    axis_y = top + row * len(lanes) + 14
-    parts.append(f'<line x1="{x0}" y1="{axis_y}" x2="{x1}" y2="{axis_y}" stroke="#999"/>')
+    axis_y = top + row * len(keys) + 10
+    if zone:
+        bx = left + zone + 8
+        parts.append(
+            f'<g class="axis-break"><line x1="{bx - 4}" y1="{top - 6}" x2="{bx - 4}" y2="{axis_y + 6}" stroke="#bbb" '
+            f'stroke-dasharray="3,3"/><line x1="{bx - 8}" y1="{axis_y + 6}" x2="{bx}" y2="{axis_y - 6}" stroke="#666"/>'
+            f'<line x1="{bx - 2}" y1="{axis_y + 6}" x2="{bx + 6}" y2="{axis_y - 6}" stroke="#666"/></g>'
+        )
+    first_label: tuple[float, int] | None = None
+    for i, p in enumerate(placed):
+        t = p.entry
+        y = top + keys.index(_lane_key(t)) * row + row // 2
+        x = xpos(i, p)
+        after = root_at is not None and i > root_at
+        color = "#c0392b" if p.is_root else ("#e67e22" if after else "#7f8c8d")
+        r = 7 if p.is_root else 4
+        stamp = layout.when(p.time, p.approx) if p.time is not None else "time unknown"
+        lane = labels[_lane_key(t)]
+        note = " (time approximate: placed by the lines around it)" if p.approx else ""
+        tip = f"{stamp} {lane}: {safe.strip_sequences(t.summary[:160])} ({safe.escape_controls(t.file)}:{t.line}){note}"
+        cls = (
+            "event" + (" root" if p.is_root else "") + (" approx" if p.approx else "") + (" earlier" if p in win.earlier else "")
+        )
+        fill = "white" if p.approx else color
+        dash = ' stroke-dasharray="2,2"' if p.approx else ""
+        parts.append(
+            f'<circle class="{cls}" cx="{x:.1f}" cy="{y}" r="{r}" fill="{fill}" stroke="{color}" stroke-width="2"{dash}>'
+            f"<title>{escape(tip)}</title></circle>"
+        )
+        if p.is_root:
+            first_label = (x, y)
+    if first_label is not None:
+        x, y = first_label
+        text = "first failure" + (" (≈ time)" if next(p for p in placed if p.is_root).approx else "")
+        w = _text_w(text)
+        if x + 10 + w <= width - 4:
+            parts.append(f'<text class="first-label" x="{x + 10:.1f}" y="{max(12, y - 8)}" fill="#c0392b">{escape(text)}</text>')
+        else:
+            parts.append(
+                f'<text class="first-label" x="{x - 10:.1f}" y="{max(12, y - 8)}" fill="#c0392b" '
+                f'text-anchor="end">{escape(text)}</text>'
+            )
+    parts.append(f'<line x1="{left}" y1="{axis_y}" x2="{x1}" y2="{axis_y}" stroke="#999"/>')
+    ty = axis_y + 16
     if real_time:
-        parts.append(f'<text x="{x0}" y="{axis_y + 16}">{escape(format_time(min(timed)) or "")}</text>')
-        parts.append(f'<text x="{x1 - 170}" y="{axis_y + 16}">{escape(format_time(max(timed)) or "")}</text>')
+        if zone:
+            label = f"{layout.plural(len(win.earlier), 'earlier event')}"
+            parts.append(f'<text class="axis" x="{left}" y="{ty}">{escape(label)}</text>')
+            parts.append(f'<text class="axis" x="{left}" y="{ty + 14}">{escape(layout.when(e_lo)[:16])} …</text>')
+        parts.append(f'<text class="axis" x="{x0}" y="{ty}">{escape(layout.when(lo))}</text>')
+        parts.append(f'<text class="axis" x="{x1}" y="{ty}" text-anchor="end">{escape(layout.when(hi))}</text>')
     else:
-        parts.append(f'<text x="{x0}" y="{axis_y + 16}">order of appearance (the logs carry no comparable clock)</text>')
+        parts.append(f'<text class="axis" x="{x0}" y="{ty}">order of appearance (the logs carry no comparable clock)</text>')
     parts.append("</svg>")
     return "".join(parts), real_time
+
+
+def _h(text: str) -> str:
+    """Log text for HTML: escape sequences and controls removed, then escaped."""
+    return escape(safe.strip_sequences(text))
+
+
+def _n(text: str) -> str:
+    """A file name for HTML: controls shown escaped, then escaped."""
+    return escape(safe.escape_controls(text))
 
 
 def render_html(report: Report) -> str:
     v = report.verdict
     ff = v.first_failure
     svg, real_time = timeline_svg(report)
-    cls = "verdict unknown" if v.category.value == "unknown" else "verdict"
+    cls = "verdict unknown" if v.category.value in ("unknown", "none") else "verdict"
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>postmortem: {escape(v.category.value)} - {escape(report.run_dir)}</title>",
+        f"<title>postmortem: {escape(v.category.value)} - {_n(report.run_dir)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>postmortem: <code>{escape(report.run_dir)}</code></h1>",
+        f"<h1>postmortem: <code>{_n(report.run_dir)}</code></h1>",
         f'<div class="{cls}"><span class="cat">{escape(v.category.value)}</span>'
         + (f" <code>{escape(v.subcategory)}</code>" if v.subcategory else "")
         + f'<span class="conf">confidence {v.confidence:.2f}</span>',
-        f"<p><strong>{escape(v.title)}</strong></p><p>{escape(v.explanation)}</p>",
+        f"<p><strong>{_h(v.title)}</strong></p>",
     ]
-    if ff.file:
-        who = (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on {ff.host}" if ff.host else "")
+    line = layout.decisive(report)
+    if line is not None:
         out.append(
-            f"<p>First failure: {escape(who)}, {escape(format_time(ff.time) or 'time unknown')}, <code>{escape(ff.file)}:{ff.line}</code></p>"
+            f'<p>Decisive line, <code>{_n(layout.where(line.file, line.line))}</code>:</p><pre class="decisive">{_h(line.text)}</pre>'
+        )
+    else:
+        out.append(f"<p>{_h(v.explanation)}</p>")
+    if ff.file or ff.rank is not None or ff.host:
+        placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
+        approx = ff.time is None and placed is not None and placed.approx
+        stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
+        out.append(
+            f"<p>First failure: {_h(layout.who(ff.rank, ff.host))}, {escape(stamp)}"
+            + (" (placed by the lines around it)" if approx else "")
+            + (f", <code>{_n(layout.where(ff.file, ff.line))}</code>" if ff.file else "")
+            + "</p>"
         )
     if report.alternatives:
+        label = "Close call with" if layout.is_close_call(report) else "Less likely"
         out.append(
-            "<p>Alternatives: "
+            f'<p class="alts">{label}: '
             + ", ".join(f"{escape(a.category.value)} ({a.confidence:.2f})" for a in report.alternatives)
             + "</p>"
         )
     out.append(f'<p class="note">fingerprint <code>{escape(v.fingerprint)}</code></p></div>')
+    for w in report.warnings:
+        out.append(f'<p class="warning">Warning: {_h(w)}</p>')
+    if report.cascade:
+        out.append("<h2>What followed</h2><ul>")
+        for c in report.cascade:
+            extra = f", {layout.delta(c.time - ff.time)} after" if c.time is not None and ff.time is not None else ""
+            out.append(f"<li>{_h(c.what)}{escape(extra)}</li>")
+        out.append("</ul>")
     if v.remediation:
-        out.append("<h2>What to do</h2><ol>" + "".join(f"<li>{escape(r)}</li>" for r in v.remediation) + "</ol>")
+        out.append("<h2>What to do</h2><ol>" + "".join(f"<li>{_h(r)}</li>" for r in v.remediation) + "</ol>")
     if svg:
         out.append("<h2>Timeline</h2>")
-        out.append(svg)
-        if not real_time:
-            out.append('<p class="note">Placement is approximate: events are drawn in the order they appear.</p>')
-    if report.cascade:
-        out.append("<h2>Cascade</h2><ol>" + "".join(f"<li>{escape(c.what)}</li>" for c in report.cascade) + "</ol>")
+        out.append('<div class="drawing">' + svg + "</div>")
+        out.append(
+            '<p class="note">Filled: time from the log. Hollow, dashed: no time in the line, placed by the lines around it.'
+            + ("" if real_time else " Events are drawn in the order they appear.")
+            + "</p>"
+        )
     if report.evidence:
         out.append("<h2>Evidence</h2><table><tr><th>role</th><th>where</th><th>who</th><th>line</th></tr>")
+        seen: set[tuple[str, int | None]] = set()
         for e in report.evidence:
-            who = (f"rank {e.rank}" if e.rank is not None else "") + (f" {e.host}" if e.host else "")
+            if (e.file, e.line) in seen:
+                continue  # one line matched by several signatures: shown once
+            seen.add((e.file, e.line))
             out.append(
-                f'<tr><td class="{e.role.value}">{e.role.value}</td><td class="mono">{escape(e.file)}:{e.line}</td>'
-                f'<td>{escape(who.strip() or "-")}</td><td class="mono">{escape(e.text)}</td></tr>'
+                f'<tr><td class="{e.role.value}">{e.role.value}</td><td class="mono where">{_n(layout.where(e.file, e.line))}</td>'
+                f'<td>{_h(layout.who(e.rank, e.host))}</td><td class="mono">{_h(e.text)}</td></tr>'
             )
         out.append("</table>")
     if report.missing_evidence:
-        out.append("<h2>Missing evidence</h2><ul>" + "".join(f"<li>{escape(m)}</li>" for m in report.missing_evidence) + "</ul>")
+        out.append("<h2>Missing evidence</h2><ul>" + "".join(f"<li>{_h(m)}</li>" for m in report.missing_evidence) + "</ul>")
     out.append("<h2>Sources</h2><table><tr><th>file</th><th>kind</th><th>status</th><th>note</th></tr>")
-    for s in report.sources:
+    for src in report.sources:
         out.append(
-            f'<tr><td class="mono">{escape(s.file)}</td><td>{s.kind.value}</td><td>{s.status}</td><td>{escape(s.note)}</td></tr>'
+            f'<tr><td class="mono">{_n(src.file)}</td><td>{src.kind.value}</td><td>{escape(src.status)}</td><td>{_h(src.note)}</td></tr>'
         )
     out.append("</table>")
+    out.append(f'<p class="note">{_h(v.explanation)}</p>')
     out.append(f'<p class="note">postmortem {escape(report.tool_version)}</p></body></html>')
     return "\n".join(out) + "\n"
