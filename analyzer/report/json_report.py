@@ -7,6 +7,7 @@ from typing import Any
 
 from analyzer.events.clock import format_time
 from analyzer.model import Report
+from analyzer.report.safe import shown_name
 
 SCHEMA_VERSION = 1
 
@@ -78,5 +79,16 @@ def to_dict(report: Report) -> dict[str, Any]:
     }
 
 
+def _valid_utf8(value: Any) -> Any:
+    """Every string as valid UTF-8: bytes of a file name that were not UTF-8 shown as `\\xNN`."""
+    if isinstance(value, str):
+        return shown_name(value)
+    if isinstance(value, dict):
+        return {_valid_utf8(k): _valid_utf8(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_valid_utf8(v) for v in value]
+    return value
+
+
 def render_json(report: Report) -> str:
-    return json.dumps(to_dict(report), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(_valid_utf8(to_dict(report)), indent=2, sort_keys=True, ensure_ascii=False) + "\n"

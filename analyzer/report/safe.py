@@ -66,7 +66,7 @@ def term_name(text: str) -> str:
 
 def md_code(text: str) -> str:
     """A code span that holds `text` whatever backticks it contains (one line)."""
-    text = escape_controls(strip_sequences_keep_newlines(text)).replace("\\n", " ")
+    text = escape_controls(strip_sequences_keep_newlines(text).replace("\n", " "))
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
