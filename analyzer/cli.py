@@ -63,7 +63,8 @@ def analyze(
     verbose: bool,
     width: int | None,
 ) -> None:
-    """Name the root cause of the failed job that left RUN_DIR."""
+    """Name the root cause of the failed job that left RUN_DIR (a directory, one log file, or an
+    archive of a run dir: .tar, .tar.gz/.tgz, .tar.xz, .tar.bz2, .tar.zst, .zip, read in place)."""
     from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
     from analyzer.report import render

@@ -79,10 +79,11 @@ def test_missing_dir_is_a_clear_message(tmp_path: Path) -> None:
     assert code == 2 and "no such directory" in err and "Traceback" not in err + out
 
 
-def test_empty_dir_is_unknown_with_missing_evidence(tmp_path: Path) -> None:
-    code, out, _ = run("analyze", str(tmp_path), "--format", "json")
-    data = json.loads(out)
-    assert code == 0 and data["verdict"]["category"] == "unknown" and data["missing_evidence"]
+def test_empty_dir_exits_2_with_one_sentence(tmp_path: Path) -> None:
+    code, out, err = run("analyze", str(tmp_path), "--format", "json")
+    assert code == 2 and out == ""
+    assert err.strip().endswith("the directory is empty; give the directory the job wrote its logs to")
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_bad_input_gives_notes_and_the_analysis_goes_on(tmp_path: Path) -> None:

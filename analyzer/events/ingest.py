@@ -129,7 +129,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
 
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
     try:
-        result = scanner.scan(iter_chunks(src.path, src.compression))
+        result = scanner.scan(iter_chunks(src.path, src.compression, member=src.member))
         status, note = "parsed", ""
     except ReadProblem as exc:
         result = None
@@ -148,7 +148,7 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
 
 
 def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
+    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT, member=src.member)
     events = torchelastic.parse_error_json(text, src.rel, src.rank, src.host)
     for ev in events:
         ev.fields["source_kind"] = str(src.kind)
@@ -173,7 +173,7 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     from analyzer.parse.gdb_backtrace import parse_text
     from analyzer.parse.gdb_event import backtrace_event, fault_from_text
 
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
+    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT, member=src.member)
     lines = text.count("\n") + 1
     try:
         bt = parse_text(text)

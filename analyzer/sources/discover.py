@@ -10,10 +10,12 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analyzer.model import SourceKind
+from analyzer.sources.archive import archive_kind
+from analyzer.sources.archive import members as archive_members
 from analyzer.sources.reader import compression_of, read_head
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
@@ -45,6 +47,7 @@ class SourceFile:
     host: str | None
     status: str = "pending"  # pending | skipped | error
     note: str = ""
+    member: tuple[str, str | None, str] | None = None  # (archive kind, its compression, name) of an archive member
 
 
 class RunDirError(Exception):
@@ -52,7 +55,10 @@ class RunDirError(Exception):
 
 
 def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
-    """Every file under `run_dir`, sorted by relative path."""
+    """Every file under `run_dir`, sorted by relative path. `run_dir` may also be one log file,
+    or an archive of a run dir (read in place); archives inside it are read as members."""
+    if run_dir.is_file():
+        return _one_file(run_dir)
     if not run_dir.exists():
         raise RunDirError(f"{run_dir}: no such directory")
     if not run_dir.is_dir():
@@ -85,9 +91,75 @@ def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
         for name in sorted(filenames):
             if here == root and name == LABEL_FILE:
                 continue  # a labeled corpus case's answer, never evidence
-            found.append(_describe(here / name, root, follow_symlinks))
+            found.extend(_expand(_describe(here / name, root, follow_symlinks)))
+    if not found:
+        raise RunDirError(f"{run_dir}: the directory is empty; give the directory the job wrote its logs to")
     found.sort(key=lambda s: s.rel)
     return found
+
+
+def _inflate_head(data: bytes, compression: str) -> bytes:
+    """The first decompressed bytes of a compressed member's head (empty when they cannot be had)."""
+    import bz2
+    import lzma
+    import zlib
+
+    try:
+        if compression == "gz":
+            return zlib.decompressobj(wbits=31).decompress(data, 16384)
+        if compression == "xz":
+            return lzma.LZMADecompressor().decompress(data, 16384)
+        if compression == "bz2":
+            return bz2.BZ2Decompressor().decompress(data, 16384)
+        if compression == "zst":
+            import zstandard
+
+            return zstandard.ZstdDecompressor().decompressobj().decompress(data)[:16384]
+    except Exception:
+        return b""
+    return b""
+
+
+def _one_file(path: Path) -> list[SourceFile]:
+    """A single log file given instead of a run dir, or an archive of a run dir."""
+    desc = _describe(path, path.parent.resolve(), follow_symlinks=True)
+    if desc.status == "archive":
+        found = _expand(replace(desc, rel=""))
+        if not found:
+            raise RunDirError(f"{path}: the archive holds no files ({desc.note or 'no regular file in it'})")
+        return sorted(found, key=lambda s: s.rel)
+    if desc.status != "pending":
+        raise RunDirError(f"{path}: cannot be analyzed: {desc.note}")
+    return [desc]
+
+
+def _expand(src: SourceFile) -> list[SourceFile]:
+    """An archive's members as sources (`ARCHIVE/member` relative paths); any other file as it is."""
+    if src.status != "archive" or src.member is None:
+        return [src]
+    kind, compression, _ = src.member
+    listed, note = archive_members(src.path, kind, compression)
+    prefix = f"{src.rel}/" if src.rel else ""
+    out = []
+    for m in listed:
+        rel = prefix + m.name
+        rank, host = rank_host_from_path(rel)
+        inner = compression_of(m.head)
+        head = _inflate_head(m.head, inner) if inner else m.head
+        mkind = sniff(head, m.name) if head else SourceKind.TRAINING_LOG
+        status, mnote = "pending", ""
+        if archive_kind(m.head, head):
+            status, mnote = "skipped", "an archive inside an archive, not read"
+        elif mkind is SourceKind.CORE_DUMP:
+            status, mnote = "skipped", "a core dump inside an archive: extract it and run `postmortem core` on it"
+        elif mkind is SourceKind.OTHER:
+            status, mnote = "skipped", "binary or unrecognised content"
+        elif m.size == 0:
+            status, mnote = "skipped", "empty file"
+        out.append(SourceFile(src.path, rel, mkind, m.size, inner, rank, host, status, mnote, (kind, compression, m.name)))
+    if note:
+        out.append(SourceFile(src.path, src.rel or src.path.name, SourceKind.OTHER, src.size, None, None, None, "error", note))
+    return out
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -134,6 +206,11 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
     head = read_head(path) if compression else _head(path)
+    packed = archive_kind(raw_head, head)
+    if packed:
+        rank, host = rank_host_from_path(rel)
+        member = (packed, compression, "")
+        return SourceFile(path, rel, SourceKind.OTHER, st.st_size, compression, rank, host, "archive", "", member)
     kind = sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""

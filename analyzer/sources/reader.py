@@ -26,8 +26,13 @@ def compression_of(head: bytes) -> str | None:
     return None
 
 
-def open_binary(path: Path, compression: str | None) -> BinaryIO:
-    """A binary stream of the file's content, decompressed."""
+def open_binary(path: Path, compression: str | None, member: tuple[str, str | None, str] | None = None) -> BinaryIO:
+    """A binary stream of the file's content, decompressed. With `member` (archive kind, the
+    archive's compression, member name), the content of that member of the archive at `path`."""
+    if member is not None:
+        from analyzer.sources.archive import open_member
+
+        return _decompressed(open_member(path, *member), compression)
     if compression == "gz":
         return gzip.open(path, "rb")  # type: ignore[return-value]
     if compression == "xz":
@@ -42,17 +47,33 @@ def open_binary(path: Path, compression: str | None) -> BinaryIO:
     return path.open("rb")
 
 
+def _decompressed(raw: BinaryIO, compression: str | None) -> BinaryIO:
+    if compression == "gz":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    if compression == "xz":
+        return lzma.LZMAFile(raw, "rb")  # type: ignore[return-value]
+    if compression == "bz2":
+        return bz2.BZ2File(raw, "rb")  # type: ignore[return-value]
+    if compression == "zst":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(raw, closefd=True)  # type: ignore[return-value]
+    return raw
+
+
 class ReadProblem(Exception):
     """A file could not be read to its end; what was read before stays valid."""
 
 
-def iter_chunks(path: Path, compression: str | None, chunk: int = CHUNK) -> Iterator[bytes]:
+def iter_chunks(
+    path: Path, compression: str | None, chunk: int = CHUNK, member: tuple[str, str | None, str] | None = None
+) -> Iterator[bytes]:
     """Chunks that always end on a line boundary (except, perhaps, the last one).
 
     A line longer than 4 chunks is cut into pieces so memory stays bounded.
     """
     try:
-        stream = open_binary(path, compression)
+        stream = open_binary(path, compression, member)
     except OSError as exc:
         raise ReadProblem(str(exc)) from exc
     carry = b""
@@ -99,13 +120,15 @@ def read_head(path: Path, size: int = 8192) -> bytes:
         return b""
 
 
-def read_text_limited(path: Path, compression: str | None, limit: int = 16 << 20) -> tuple[str, bool]:
+def read_text_limited(
+    path: Path, compression: str | None, limit: int = 16 << 20, member: tuple[str, str | None, str] | None = None
+) -> tuple[str, bool]:
     """The decoded text of a small file, at most `limit` bytes; the flag says it was cut."""
     parts: list[bytes] = []
     total = 0
     cut = False
     try:
-        for chunk in iter_chunks(path, compression):
+        for chunk in iter_chunks(path, compression, member=member):
             parts.append(chunk)
             total += len(chunk)
             if total >= limit:

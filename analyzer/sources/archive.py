@@ -1,0 +1,153 @@
+"""Run dirs shipped as archives (`.tar`, `.tar.gz`/`.tgz`, `.tar.xz`, `.tar.bz2`, `.tar.zst`,
+`.zip`), read in place: members are listed and streamed, never extracted to disk.
+
+An archive is known by its content (the zip signature; `ustar` at offset 257 of the
+decompressed stream), not by its name. A member is read through the same chunked reader as a
+compressed file (`reader.iter_chunks`), so the same size limits hold. Only regular files are
+members; names are used as given (relative, `./` and leading `/` dropped) and never touched on
+disk. An archive inside an archive, and a core dump inside an archive (gdb needs a file), are
+listed with a note and not read.
+
+A tar member is found by streaming the archive from its start (compressed tars cannot seek),
+so an archive of N members is decompressed about N/2 times over when all are read; the
+archive's members are at most MAX_MEMBERS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tarfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO
+
+MAX_MEMBERS = 10_000
+HEAD = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    name: str  # relative, forward slashes
+    size: int
+    head: bytes  # the first bytes of the member's content
+
+
+class ArchiveError(Exception):
+    """The archive cannot be listed (corrupt, truncated); what was listed before stays valid."""
+
+
+def archive_kind(raw_head: bytes, head: bytes) -> str | None:
+    """`zip`, `tar` or None, from the file's first bytes (`raw_head`) and its decompressed head."""
+    if raw_head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "zip"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "tar"
+    return None
+
+
+def clean_name(name: str) -> str | None:
+    """A member name as a relative path; None for one that names nothing (`/`, `.`)."""
+    parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+    return "/".join(parts) or None
+
+
+def members(path: Path, kind: str, compression: str | None) -> tuple[list[Member], str]:
+    """The regular-file members of an archive with their heads, and a note (empty when all went well)."""
+    out: list[Member] = []
+    note = ""
+    try:
+        for m in _iter_members(path, kind, compression):
+            if len(out) >= MAX_MEMBERS:
+                note = f"more than {MAX_MEMBERS} members: the rest not read"
+                break
+            out.append(m)
+    except ArchiveError as exc:
+        note = str(exc)
+    return out, note
+
+
+def _iter_members(path: Path, kind: str, compression: str | None) -> Iterator[Member]:
+    if kind == "zip":
+        try:
+            with zipfile.ZipFile(path) as zf:
+                for info in zf.infolist():
+                    name = clean_name(info.filename)
+                    if info.is_dir() or name is None:
+                        continue
+                    with zf.open(info) as fh:
+                        head = fh.read(HEAD)
+                    yield Member(name, info.file_size, head)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise ArchiveError(f"zip archive not read to its end: {exc}") from exc
+        return
+    from analyzer.sources.reader import open_binary
+
+    try:
+        with open_binary(path, compression) as stream, tarfile.open(fileobj=stream, mode="r|") as tf:
+            for entry in tf:
+                name = clean_name(entry.name)
+                if not entry.isreg() or name is None:
+                    continue
+                member_fh = tf.extractfile(entry)
+                head = member_fh.read(HEAD) if member_fh is not None else b""
+                yield Member(name, entry.size, head)
+    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
+        raise ArchiveError(f"tar archive not read to its end: {exc}") from exc
+    except Exception as exc:  # zstandard raises its own error type
+        raise ArchiveError(f"tar archive not read to its end: {exc}") from exc
+
+
+class _MemberStream(io.RawIOBase):
+    """A member's bytes; closing it closes the archive under it."""
+
+    def __init__(self, inner: IO[bytes], *owners: object) -> None:
+        self._inner = inner
+        self._owners = owners
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self._inner.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._inner.read(size)
+
+    def close(self) -> None:
+        for owner in (self._inner, *self._owners):
+            with contextlib.suppress(Exception):
+                owner.close()  # type: ignore[attr-defined]
+        super().close()
+
+
+def open_member(path: Path, kind: str, compression: str | None, name: str) -> BinaryIO:
+    """A binary stream of one member's content; OSError when the member is not there."""
+    if kind == "zip":
+        zf = zipfile.ZipFile(path)  # noqa: SIM115 (closed by the returned stream)
+        for info in zf.infolist():
+            if not info.is_dir() and clean_name(info.filename) == name:
+                return _MemberStream(zf.open(info), zf)  # type: ignore[return-value]
+        zf.close()
+        raise FileNotFoundError(f"{name}: no such member")
+    from analyzer.sources.reader import open_binary
+
+    stream = open_binary(path, compression)
+    tf = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (closed by the returned stream)
+    try:
+        for entry in tf:
+            if entry.isreg() and clean_name(entry.name) == name:
+                member_fh = tf.extractfile(entry)
+                if member_fh is not None:
+                    return _MemberStream(member_fh, tf, stream)  # type: ignore[return-value]
+    except (tarfile.TarError, EOFError) as exc:
+        tf.close()
+        stream.close()
+        raise OSError(f"{name}: {exc}") from exc
+    tf.close()
+    stream.close()
+    raise FileNotFoundError(f"{name}: no such member")
