@@ -62,7 +62,7 @@ def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
     if not run_dir.exists():
         raise RunDirError(f"{run_dir}: no such directory")
     if not run_dir.is_dir():
-        raise RunDirError(f"{run_dir}: not a directory (give the directory the job left behind)")
+        raise RunDirError(f"{run_dir}: not a directory, a log file or an archive (give the directory the job left behind)")
     if not os.access(run_dir, os.R_OK | os.X_OK):
         raise RunDirError(f"{run_dir}: permission denied")
     root = run_dir.resolve()

@@ -67,9 +67,11 @@ def test_compressed_files_are_sniffed_inside(tmp_path: Path) -> None:
 def test_missing_and_not_a_dir(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="no such directory"):
         discover(tmp_path / "nope")
-    (tmp_path / "f").write_text("x")
+    (tmp_path / "f").write_text("x\n")
+    assert [s.rel for s in discover(tmp_path / "f")] == ["f"]  # one log file is a run dir of one file
+    os.mkfifo(tmp_path / "pipe")
     with pytest.raises(RunDirError, match="not a directory"):
-        discover(tmp_path / "f")
+        discover(tmp_path / "pipe")
 
 
 def test_special_files_and_symlinks(tmp_path: Path) -> None:
