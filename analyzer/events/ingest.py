@@ -214,7 +214,8 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
     for ev in events:
         ev.fields["source_kind"] = str(src.kind)
     out.events.extend(events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "parsed", "", src.rank, src.host))
+    note = info.warnings[0] if info.notes_only and info.warnings else ""
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "parsed", note, src.rank, src.host))
 
 
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")

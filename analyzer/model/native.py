@@ -100,6 +100,17 @@ class CoreNotes:
     program: str | None = None  # NT_PRPSINFO pr_fname (16 bytes at most)
     executable: str | None = None  # the NT_FILE mapping holding AT_ENTRY
     mappings: tuple[Mapping, ...] = ()  # NT_FILE (file-backed mappings only)
+    threads: tuple[ThreadRegisters, ...] = ()  # every NT_PRSTATUS: the thread's id and registers
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadRegisters:
+    """One thread of a core as its NT_PRSTATUS note records it."""
+
+    lwp: int
+    registers: tuple[tuple[str, int], ...]  # in the kernel's order (user_regs_struct)
+    pc: int | None = None
+    sp: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +130,5 @@ class CoreInfo:
     command: str | None = None
     mappings_source: str = "gdb"  # "gdb" (info proc mappings) or "nt_file" (our own reading)
     warnings: tuple[str, ...] = ()
+    registers: tuple[ThreadRegisters, ...] = ()  # from the notes, when gdb could not be used
+    notes_only: bool = False  # no gdb: what the ELF notes alone say

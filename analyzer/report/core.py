@@ -61,6 +61,13 @@ def render_core_text(info: CoreInfo) -> str:
     out.append(f"threads:     {len(bt.threads)}")
     for warning in info.warnings:
         out.append(f"warning:     {warning}")
+    if info.registers:
+        crash_lwp = bt.threads[bt.crash_thread].lwp if bt.crash_thread is not None else None
+        regs = next((t for t in info.registers if t.lwp == crash_lwp), info.registers[0])
+        out.append("")
+        out.append(f"registers of the crash thread (LWP {regs.lwp}):")
+        pairs = [f"{name:>8} 0x{value:016x}" for name, value in regs.registers]
+        out.extend("  " + "  ".join(pairs[i : i + 3]) for i in range(0, len(pairs), 3))
     order = list(range(len(bt.threads)))
     if bt.crash_thread is not None:
         order.remove(bt.crash_thread)

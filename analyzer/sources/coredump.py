@@ -16,6 +16,7 @@ from typing import Any
 
 from analyzer.model import Backtrace, Event, EventKind, Frame, Location, Thread
 from analyzer.model.native import CoreInfo, CoreNotes, Mapping, signal_name
+from analyzer.sources.corenotes import notes_only
 from analyzer.sources.crash_signature import crash_signature, signature_dict
 from analyzer.sources.elfcore import CoreFormatError, read_notes
 from analyzer.sources.gdbmi import GdbError, GdbSession, mi_quote
@@ -36,6 +37,10 @@ class CoreError(Exception):
     """A core that cannot be analyzed; the message says why (and names the file)."""
 
 
+class ExecutableMissing(CoreError):
+    """The core's program is not here (or not the one given): only its notes can be read."""
+
+
 def analyze_core(
     path: str | Path,
     exe: str | Path | None = None,
@@ -49,7 +54,10 @@ def analyze_core(
         notes = read_notes(core)
     except CoreFormatError as exc:
         raise CoreError(str(exc)) from exc
-    executable = _executable(core, exe, notes)
+    try:
+        executable = _executable(core, exe, notes)
+    except ExecutableMissing as exc:
+        return notes_only(str(core), notes, str(exc))
     warnings: list[str] = []
     try:
         with tempfile.TemporaryDirectory(prefix="postmortem-core-") as tmp, GdbSession(timeout, memory_limit_mb, gdb) as session:
@@ -63,6 +71,8 @@ def analyze_core(
             for (rec, _text), what in zip(load[:2], ("executable", "core"), strict=True):
                 if rec.get("message") == "error":
                     raise CoreError(f"{core}: gdb cannot load the {what}: {_msg(rec)}")
+            if "may not match" in load[1][1] or "does not match" in load[1][1]:
+                return notes_only(str(core), notes, f"the program {executable} does not match the core (gdb says so)")
             info = load[2][0].get("payload") or {}
             threads, current = _threads(session, info)
             siginfo = _siginfo(session, current)
@@ -101,14 +111,12 @@ def _executable(core: Path, exe: str | Path | None, notes: CoreNotes) -> str:
     if exe is not None:
         if not Path(exe).is_file():
             raise CoreError(f"{core}: executable {exe} not found")
-        return str(exe)
+        return str(Path(exe).resolve())  # relative to the caller's directory, not gdb's
     recorded = notes.executable or (notes.command.split()[0] if notes.command else None)
     if not recorded:
-        raise CoreError(f"{core}: the core does not name its executable; pass it with --exe")
+        raise ExecutableMissing("the core does not name its program")
     if not Path(recorded).is_file():
-        raise CoreError(
-            f"{core}: the executable recorded in the core ({recorded}) is not on this machine; pass the same binary with --exe"
-        )
+        raise ExecutableMissing(f"the program recorded in the core ({recorded}) is not on this machine")
     return recorded
 
 
@@ -229,6 +237,11 @@ def core_to_dict(info: CoreInfo) -> dict[str, Any]:
         "signature": signature_dict(info.signature),
         "mappings_source": info.mappings_source,
         "warnings": list(info.warnings),
+        "notes_only": info.notes_only,
+        "registers": [
+            {"lwp": t.lwp, "pc": _hex(t.pc), "sp": _hex(t.sp), "registers": {k: _hex(v) for k, v in t.registers}}
+            for t in info.registers
+        ],
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from analyzer.model.native import CoreNotes, Mapping
+from analyzer.model.native import CoreNotes, Mapping, ThreadRegisters
 
 ET_CORE = 4
 PT_LOAD = 1
@@ -25,10 +25,24 @@ NT_FILE = 0x46494C45
 AT_ENTRY = 9
 MAX_NOTES = 64 << 20  # bytes of PT_NOTE we are willing to read
 _FAULT_SIGNALS = {4, 5, 7, 8, 11}  # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV carry si_addr
+# elf_prstatus.pr_reg per e_machine: (offset of pr_reg, register names in user_regs_struct order,
+# the pc's name, the sp's name); the layouts of the Linux uapi headers
+_X86_64 = ["r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"]
+_REGS: dict[int, tuple[int, list[str], str, str]] = {
+    62: (112, _X86_64, "rip", "rsp"),  # EM_X86_64
+    183: (112, [f"x{i}" for i in range(31)] + ["sp", "pc", "pstate"], "pc", "sp"),  # EM_AARCH64
+    3: (72, ["ebx", "ecx", "edx", "esi", "edi", "ebp", "eax", "ds", "es", "fs", "gs", "orig_eax", "eip", "cs", "eflags", "esp", "ss"], "eip", "esp"),  # EM_386
+    40: (72, [f"r{i}" for i in range(16)] + ["cpsr", "orig_r0"], "r15", "r13"),  # EM_ARM
+}
 
 
 class CoreFormatError(ValueError):
     """The file is not a core dump, or not a whole one."""
+
+
+def machine_of(head: bytes) -> int | None:
+    """e_machine of an ELF header (62 x86-64, 183 aarch64, 3 i386, 40 arm)."""
+    return struct.unpack_from("<H", head, 18)[0] if len(head) >= 20 else None
 
 
 def _header(data: bytes, path: Path) -> tuple[bool, str, int, int, int]:
@@ -81,6 +95,8 @@ def read_notes(path: str | Path) -> CoreNotes:
     try:
         size = p.stat().st_size
         with p.open("rb") as fh:
+            machine = machine_of(fh.read(20))
+            fh.seek(0)
             is64, segs = _segments(fh, p, size)
             end = max((off + filesz for t, off, _v, filesz in segs if t in (PT_LOAD, PT_NOTE)), default=0)
             if end > size:
@@ -99,7 +115,7 @@ def read_notes(path: str | Path) -> CoreNotes:
         raise CoreFormatError(f"{p}: malformed ELF headers ({exc})") from exc
     if not notes:
         raise CoreFormatError(f"{p}: core has no notes (not a process core dump?)")
-    return _decode(notes, is64)
+    return _decode(notes, is64, machine)
 
 
 def _split_notes(blob: bytes) -> list[tuple[int, bytes]]:
@@ -120,7 +136,25 @@ def _cstr(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", errors="replace").strip()
 
 
-def _decode(notes: list[tuple[int, bytes]], is64: bool) -> CoreNotes:
+def _registers(desc: bytes, machine: int | None, is64: bool) -> ThreadRegisters | None:
+    pid_at = 32 if is64 else 24
+    if len(desc) < pid_at + 4:
+        return None
+    (lwp,) = struct.unpack_from("<i", desc, pid_at)
+    layout = _REGS.get(machine or -1)
+    if layout is None:
+        return ThreadRegisters(lwp, ())
+    offset, names, pc_name, sp_name = layout
+    word, size = ("Q", 8) if is64 else ("I", 4)
+    if len(desc) < offset + len(names) * size:
+        return ThreadRegisters(lwp, ())
+    values = struct.unpack_from("<" + word * len(names), desc, offset)
+    regs = tuple(zip(names, values, strict=True))
+    found = dict(regs)
+    return ThreadRegisters(lwp, regs, found.get(pc_name), found.get(sp_name))
+
+
+def _decode(notes: list[tuple[int, bytes]], is64: bool, machine: int | None = None) -> CoreNotes:
     word = "Q" if is64 else "I"
     wsize = 8 if is64 else 4
     signal = si_code = fault = pid = None
@@ -128,8 +162,12 @@ def _decode(notes: list[tuple[int, bytes]], is64: bool) -> CoreNotes:
     threads = 0
     entry = None
     mappings: list[Mapping] = []
+    registers: list[ThreadRegisters] = []
     for n_type, desc in notes:
         if n_type == NT_PRSTATUS and len(desc) >= 28:
+            regs = _registers(desc, machine, is64)
+            if regs is not None:
+                registers.append(regs)
             threads += 1
             if threads == 1:
                 (cursig,) = struct.unpack_from("<h", desc, 12)
@@ -169,6 +207,7 @@ def _decode(notes: list[tuple[int, bytes]], is64: bool) -> CoreNotes:
         program=program,
         executable=executable,
         mappings=tuple(mappings),
+        threads=tuple(registers),
     )
 
 

@@ -186,7 +186,7 @@ class GdbSession:
             *complete, self._pending = self._pending.split(b"\n")
             for raw in complete:
                 rec = parse_response(raw.decode("utf-8", errors="replace").rstrip("\r"))
-                if rec.get("type") == "console" and isinstance(rec.get("payload"), str):
+                if rec.get("type") in ("console", "log") and isinstance(rec.get("payload"), str):  # log: gdb's warnings
                     console.append(rec["payload"])
                 elif rec.get("type") == "result" and rec.get("token") in wanted:
                     results[rec["token"]] = (rec, "".join(console))

@@ -181,8 +181,49 @@ def test_core_without_its_executable(tmp_path: Path) -> None:
     except cores.Unavailable as exc:
         pytest.skip(f"cannot make a core here: {exc}")
     (tmp_path / "null_deref").unlink()
-    with pytest.raises(CoreError, match=r"executable recorded in the core .* is not on this machine"):
-        analyze_core(core)
+    info = analyze_core(core)  # the notes alone: no gdb
+    assert info.notes_only
+    assert (info.signal, info.si_code, info.fault_address) == ("SIGSEGV", 1, 0)
+    assert len(info.registers) == 1 and info.registers[0].pc is not None and info.registers[0].sp is not None
+    crash = info.backtrace.threads[info.backtrace.crash_thread or 0]
+    assert crash.frames[0].address == f"0x{info.registers[0].pc:x}"
+    assert crash.frames[0].library and crash.frames[0].library.endswith("/null_deref")  # the pc's mapping, from NT_FILE
+    assert "is not on this machine" in info.warnings[0] and "--exe" in info.warnings[0]
+    text = render_core_text(info)
+    assert "registers of the crash thread" in text and " rip 0x" in text.replace("  ", " ")
+    data = core_to_dict(info)
+    assert data["notes_only"] is True and data["registers"][0]["pc"] == f"0x{info.registers[0].pc:x}"
+
+
+def test_sigbus_core_without_its_program_still_names_the_dev_shm_mapping(shm_core: Path, tmp_path: Path) -> None:
+    alone = tmp_path / "core.alone"
+    shutil.copy(shm_core, alone)
+    from analyzer.sources.corenotes import notes_only
+    from analyzer.sources.elfcore import read_notes
+
+    info = notes_only(str(alone), read_notes(alone), "the program is not here")
+    assert info.signal == "SIGBUS" and info.fault_mapping is not None
+    assert (info.fault_mapping.path or "").startswith("/dev/shm/")
+
+
+def test_a_program_that_does_not_match_the_core(null_core: Path, threads_core: Path) -> None:
+    other = threads_core.parent / "threads64"
+    info = analyze_core(null_core, exe=other)
+    assert info.notes_only and "does not match the core" in info.warnings[0]
+    assert info.signal == "SIGSEGV" and info.fault_address == 0
+
+
+def test_exe_relative_to_the_caller_s_directory(null_core: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import main
+
+    monkeypatch.chdir(null_core.parent)
+    result = CliRunner().invoke(main, ["core", null_core.name, "--exe", "./null_deref", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["notes_only"] is False and data["executable"] == str(null_core.parent / "null_deref")
+    assert data["signature"]["signature"] == "crash_here"
 
 
 def test_garbage_and_missing_files(tmp_path: Path) -> None:
