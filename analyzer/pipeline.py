@@ -36,6 +36,7 @@ from analyzer.model import (
     Verdict,
 )
 from analyzer.redact import redact
+from analyzer.report.distribution import as_distribution
 from analyzer.signatures.loader import Signature, category_titles, database
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
@@ -152,7 +153,7 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
     report = Report(
         run_dir=str(run_dir),
         verdict=verdict,
-        alternatives=tuple(Alternative(c, s, conf) for c, s, conf in decision.alternatives),
+        alternatives=as_distribution(decision.confidence, (Alternative(c, s, conf) for c, s, conf in decision.alternatives)),
         cascade=tuple(chain),
         evidence=tuple(evidence),
         timeline=tuple(timeline(events, findings)),

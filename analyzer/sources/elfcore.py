@@ -27,11 +27,44 @@ MAX_NOTES = 64 << 20  # bytes of PT_NOTE we are willing to read
 _FAULT_SIGNALS = {4, 5, 7, 8, 11}  # SIGILL, SIGTRAP, SIGBUS, SIGFPE, SIGSEGV carry si_addr
 # elf_prstatus.pr_reg per e_machine: (offset of pr_reg, register names in user_regs_struct order,
 # the pc's name, the sp's name); the layouts of the Linux uapi headers
-_X86_64 = ["r15", "r14", "r13", "r12", "rbp", "rbx", "r11", "r10", "r9", "r8", "rax", "rcx", "rdx", "rsi", "rdi", "orig_rax", "rip", "cs", "eflags", "rsp", "ss", "fs_base", "gs_base", "ds", "es", "fs", "gs"]
+_X86_64 = [
+    "r15",
+    "r14",
+    "r13",
+    "r12",
+    "rbp",
+    "rbx",
+    "r11",
+    "r10",
+    "r9",
+    "r8",
+    "rax",
+    "rcx",
+    "rdx",
+    "rsi",
+    "rdi",
+    "orig_rax",
+    "rip",
+    "cs",
+    "eflags",
+    "rsp",
+    "ss",
+    "fs_base",
+    "gs_base",
+    "ds",
+    "es",
+    "fs",
+    "gs",
+]
 _REGS: dict[int, tuple[int, list[str], str, str]] = {
     62: (112, _X86_64, "rip", "rsp"),  # EM_X86_64
     183: (112, [f"x{i}" for i in range(31)] + ["sp", "pc", "pstate"], "pc", "sp"),  # EM_AARCH64
-    3: (72, ["ebx", "ecx", "edx", "esi", "edi", "ebp", "eax", "ds", "es", "fs", "gs", "orig_eax", "eip", "cs", "eflags", "esp", "ss"], "eip", "esp"),  # EM_386
+    3: (
+        72,
+        ["ebx", "ecx", "edx", "esi", "edi", "ebp", "eax", "ds", "es", "fs", "gs", "orig_eax", "eip", "cs", "eflags", "esp", "ss"],
+        "eip",
+        "esp",
+    ),  # EM_386
     40: (72, [f"r{i}" for i in range(16)] + ["cpsr", "orig_r0"], "r15", "r13"),  # EM_ARM
 }
 
