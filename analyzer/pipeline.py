@@ -17,6 +17,7 @@ from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, decide
 from analyzer.correlate.blame import blamed_rank
 from analyzer.correlate.clocks import align_clocks
+from analyzer.correlate.jobs import several_jobs
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.correlate.versions import version_skew_events
 from analyzer.events.ingest import build_scanner, ingest
@@ -95,7 +96,9 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None
     }
     rule = decide(findings, standalone, _context(findings), launcher_roots)
-    return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings + clock_notes, sigs)
+    several = several_jobs(ingested.sources, events)
+    warnings = ingested.warnings + clock_notes + ([several] if several else [])
+    return Analysis(run_dir, ingested.sources, events, findings, rule, warnings, sigs)
 
 
 _SHIPPED = object()
