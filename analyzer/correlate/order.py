@@ -53,7 +53,8 @@ def cascade(root: Finding, findings: list[Finding], root_category: str) -> list[
             continue
         if f.role is Role.CONTEXT:
             continue
-        same_place = f.event.rank == root.event.rank and f.event.host == root.event.host
+        same_rank = f.event.rank == root.event.rank or f.event.rank is None or root.event.rank is None
+        same_place = same_rank and f.event.host == root.event.host
         if f.category == root_category and f.role is Role.ROOT_CAUSE and same_place:
             continue  # more evidence of the root cause itself, not a consequence
         if root_time is not None and f.event.time is not None and f.event.time < root_time - 1.0:
