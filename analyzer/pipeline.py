@@ -125,7 +125,7 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
-        rank, host = first_rank(decision, _single_process(events))
+        rank, host = first_rank(decision)
         first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
@@ -168,10 +168,9 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
     return redact(report) if opts.redact else report
 
 
-def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, str | None]:
+def first_rank(decision: Decision) -> tuple[int | None, str | None]:
     """The first failing rank and host of a decision: the root event's, else one that another
-    line of the same cause names (the launcher's view of the death), else 0 for a job that was
-    one process."""
+    line of the same cause names (the launcher's view of the death), else none."""
     root = decision.root
     if root is None:
         return None, None
@@ -184,9 +183,7 @@ def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, st
         named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
         if named is not None:
             rank, host = named.rank, host or named.host
-    if rank is None and single_process:
-        rank = 0
-    return rank, host
+    return rank, host  # no rank is invented: a job whose lines name none has none
 
 
 def _single_process(events: list[Event]) -> bool:
@@ -221,16 +218,17 @@ def _remediation(roots: list[Finding]) -> tuple[str, ...]:
 
 
 def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes: list[str]) -> str:
-    where = f"{root.event.loc.file}:{root.event.loc.line}"
+    where = root.event.loc.file + (f":{root.event.loc.line}" if root.event.loc.line is not None else "")
     who = f"rank {root.event.rank}" if root.event.rank is not None else "the job"
     if root.event.host:
         who += f" on {root.event.host}"
     parts = [f"{root.summary} ({who}, {where})."]
     others = len({(f.event.loc.file, f.event.loc.line) for f in roots}) - 1
     if others > 0:
-        parts.append(f"{others} more line(s) point the same way.")
+        parts.append(f"{others} more line{'s' if others != 1 else ''} point{'s' if others == 1 else ''} the same way.")
     if chain:
-        parts.append(f"{len(chain)} kind(s) of error on other ranks or later follow from it.")
+        kinds = "1 kind of error" if len(chain) == 1 else f"{len(chain)} kinds of error"
+        parts.append(f"{kinds} on other ranks or later follow{'s' if len(chain) == 1 else ''} from it.")
     parts.extend(n[0].upper() + n[1:] + "." for n in notes[:3])
     return " ".join(parts)
 
@@ -262,7 +260,7 @@ def _missing(sources: list, events: list, findings: list[Finding], category: Cat
         return out
     if SourceKind.KERNEL_LOG not in kinds:
         hosts = sorted({s.host for s in sources if s.host})
-        where = f" from host(s) {', '.join(hosts[:8])}" if hosts else ""
+        where = f" from host{'s' if len(hosts) > 1 else ''} {', '.join(hosts[:8])}" if hosts else ""
         out.append(
             f"no kernel log{where}: save `dmesg -T` (or `journalctl -k`) of every node after a failure; it shows OOM kills, Xid and PCIe errors"
         )

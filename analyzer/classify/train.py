@@ -217,7 +217,7 @@ def cross_validate(root: Path, k: int = 5) -> EvalResult:
     from analyzer.pipeline import first_rank
 
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
-        rank, _host = first_rank(d, s.single_process)
+        rank, _host = first_rank(d)
         result.results.append(
             CaseResult(
                 s.case,

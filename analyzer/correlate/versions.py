@@ -45,7 +45,11 @@ def version_skew_events(events: list[Event]) -> list[Event]:
         for value, es in sorted(seen.items()):
             ranks = sorted({e.rank for e in es if e.rank is not None})
             hosts = sorted({e.host for e in es if e.host})
-            where = f"ranks {ranges(ranks)}" if ranks else (f"hosts {', '.join(hosts[:6])}" if hosts else f"{len(es)} line(s)")
+            where = (
+                f"ranks {ranges(ranks)}"
+                if ranks
+                else (f"hosts {', '.join(hosts[:6])}" if hosts else f"{len(es)} line{'s' if len(es) != 1 else ''}")
+            )
             parts.append(f"{value} on {where}")
         message = f"{name} versions differ across the job: " + "; ".join(parts)
         out.append(

@@ -141,7 +141,7 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
     if result.dropped:
         notes.append(f"{result.dropped} more interesting lines not parsed (limit reached)")
     if result.long_lines:
-        notes.append(f"{result.long_lines} very long line(s) cut at 64 KiB")
+        notes.append(f"{result.long_lines} very long line{'s' if result.long_lines != 1 else ''} cut at 64 KiB")
     events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
     out.events.extend(events)
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, result.lines, status, "; ".join(notes), src.rank, src.host))

@@ -50,7 +50,7 @@ def backtrace_event(
     message = f"gdb backtrace: {bt.signal or 'no signal'}"
     if sig.crash_function:
         message += f" in {sig.crash_function}"
-    message += f" ({len(bt.threads)} thread(s), {frames} frames)"
+    message += f" ({len(bt.threads)} thread{'s' if len(bt.threads) != 1 else ''}, {frames} frame{'s' if frames != 1 else ''})"
     return Event(
         kind=EventKind.BACKTRACE,
         loc=loc,

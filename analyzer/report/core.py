@@ -80,7 +80,8 @@ def render_core_text(info: CoreInfo) -> str:
         frames = thread.frames if crash else thread.frames[:MAX_OTHER_FRAMES]
         out.extend(_frame_line(f) for f in frames)
         if len(frames) < len(thread.frames):
-            out.append(f"  ... {len(thread.frames) - len(frames)} more frame(s)")
+            more = len(thread.frames) - len(frames)
+            out.append(f"  ... {more} more frame{'s' if more != 1 else ''}")
     if sig.notes:
         out.append("")
         out.append("signature notes:")
