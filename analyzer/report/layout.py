@@ -44,6 +44,13 @@ def who(rank: int | None, host: str | None) -> str:
     return " ".join(parts) or "-"
 
 
+def first_who(rank: int | None, host: str | None) -> str:
+    """The first failure's process: `rank 3 on node7`, or that the logs name no rank."""
+    if rank is None:
+        return (f"{host}, " if host else "") + "no rank named in the logs"
+    return who(rank, host)
+
+
 def where(file: str | None, line: int | None) -> str:
     if not file:
         return "-"

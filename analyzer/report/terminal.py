@@ -104,7 +104,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
         placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
         approx = ff.time is None and placed is not None and placed.approx
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
-        first = f"{layout.who(ff.rank, ff.host)}, {stamp}" + (" (placed by the lines around it)" if approx else "")
+        first = f"{layout.first_who(ff.rank, ff.host)}, {stamp}" + (" (placed by the lines around it)" if approx else "")
         parts.append(_hang("First failure  ", first))
     if report.cascade:
         parts.append(Text("What followed", style="bold"))
