@@ -76,7 +76,7 @@ def timeline_svg(report: Report, width: int = 1100) -> tuple[str, bool]:
     row = 22 if len(keys) <= 24 else 14
     top = 30
     left = int(max(_text_w(v) for v in labels.values())) + 16
-    height = top + row * len(keys) + 48
+    height = top + row * len(keys) + 48 + (18 if win.earlier else 0)
     x1 = width - 20
     zone = EARLIER_W if win.earlier else 0
     x0 = left + zone + (16 if zone else 0)
@@ -153,9 +153,9 @@ def timeline_svg(report: Report, width: int = 1100) -> tuple[str, bool]:
     ty = axis_y + 16
     if real_time:
         if zone:
-            label = f"{layout.plural(len(win.earlier), 'earlier event')}"
-            parts.append(f'<text class="axis" x="{left}" y="{ty}">{escape(label)}</text>')
-            parts.append(f'<text class="axis" x="{left}" y="{ty + 14}">{escape(layout.when(e_lo)[:16])} …</text>')
+            # below the axis's own labels, from the left edge: never over them
+            label = f"{layout.plural(len(win.earlier), 'earlier event')}, from {layout.when(e_lo)[:16]}"
+            parts.append(f'<text class="axis" x="{left}" y="{ty + 16}">{escape(label)}</text>')
         parts.append(f'<text class="axis" x="{x0}" y="{ty}">{escape(layout.when(lo))}</text>')
         parts.append(f'<text class="axis" x="{x1}" y="{ty}" text-anchor="end">{escape(layout.when(hi))}</text>')
     else:

@@ -160,7 +160,12 @@ def test_axis_is_windowed_on_the_failure_with_a_break(cascade64: Report, tmp_pat
     root = next(e for e in data["events"] if "root" in e["cls"])
     watchdog = [e["cx"] for e in data["events"] if "ALLREDUCE" in e["title"]]
     assert min(watchdog) - root["cx"] > 500  # 10 minutes of the job's own time fill the axis
-    assert any("200 earlier events" == t["text"] for t in data["texts"])
+    assert any(t["text"].startswith("200 earlier events, from 2024-06-21 20:00") for t in data["texts"])
+    axis = [t for t in data["texts"] if t["cls"] == "axis"]
+    for a in axis:  # the axis labels do not overlap each other
+        for b in axis:
+            if a is not b and abs(a["y"] - b["y"]) < a["h"]:
+                assert a["x"] + a["w"] <= b["x"] or b["x"] + b["w"] <= a["x"], (a, b)
     _inside(data)
 
 
