@@ -207,11 +207,11 @@ def render_html(report: Report) -> str:
             + (f", <code>{_n(layout.where(ff.file, ff.line))}</code>" if ff.file else "")
             + "</p>"
         )
-    if report.alternatives:
+    if layout.alternatives(report):
         label = "Close call with" if layout.is_close_call(report) else "Less likely"
         out.append(
             f'<p class="alts">{label}: '
-            + ", ".join(f"{escape(a.category.value)} ({a.confidence:.2f})" for a in report.alternatives)
+            + ", ".join(f"{escape(a.category.value)} ({a.confidence:.2f})" for a in layout.alternatives(report))
             + "</p>"
         )
     out.append(f'<p class="note">fingerprint <code>{escape(v.fingerprint)}</code></p></div>')

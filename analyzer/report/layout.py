@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzer.events.clock import format_time
-from analyzer.model import EvidenceItem, Report, Role, TimelineEntry
+from analyzer.model import Alternative, EvidenceItem, Report, Role, TimelineEntry
 
 EARLIER_THAN = 300.0  # seconds before the first failure where the job's failure window starts
 
@@ -232,6 +232,11 @@ def evidence_groups(report: Report) -> list[Group]:
     order = {Role.ROOT_CAUSE: 0, Role.CONTEXT: 1, Role.SYMPTOM: 2}
     keyed = sorted(groups.items(), key=lambda kv: order[kv[0][1]])
     return [Group(sig, role, items) for (sig, role), items in keyed]
+
+
+def alternatives(report: Report) -> list[Alternative]:
+    """The alternatives worth a reader's eye: those at 0.01 or more (the JSON keeps them all)."""
+    return [a for a in report.alternatives if a.confidence >= 0.01]
 
 
 def is_close_call(report: Report, margin: float = 0.15) -> bool:

@@ -44,9 +44,9 @@ def render_markdown(report: Report) -> str:
         ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),
         ("Fingerprint", md_code(v.fingerprint)),
     ]
-    if report.alternatives:
+    if layout.alternatives(report):
         label = "Close call with" if layout.is_close_call(report) else "Less likely"
-        rows.append((label, ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in report.alternatives)))
+        rows.append((label, ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in layout.alternatives(report))))
     out.append("| | |")
     out.append("|---|---|")
     out.extend(f"| {k} | {val} |" for k, val in rows)

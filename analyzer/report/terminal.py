@@ -117,8 +117,8 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
         parts.append(Text("What to do", style="bold"))
         for i, r in enumerate(v.remediation, 1):
             parts.append(_hang(f"  {i}. ", term_line(r)))
-    if report.alternatives:
-        alts = ", ".join(f"{a.category.value} {a.confidence:.2f}" for a in report.alternatives)
+    if layout.alternatives(report):
+        alts = ", ".join(f"{a.category.value} {a.confidence:.2f}" for a in layout.alternatives(report))
         close = layout.is_close_call(report)
         parts.append(_hang("Close call with: " if close else "Less likely: ", alts, "bold yellow" if close else "dim"))
     return Group(*parts)
