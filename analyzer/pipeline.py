@@ -17,6 +17,7 @@ from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, decide
 from analyzer.correlate.blame import blamed_rank
 from analyzer.correlate.clocks import align_clocks
+from analyzer.correlate.gpu import gpu_of
 from analyzer.correlate.jobs import several_jobs
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.correlate.versions import version_skew_events
@@ -126,7 +127,8 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
         rank, host = first_rank(decision)
-        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
+        pci, gpu_index = gpu_of([root.event, *(f.event for f in decision.root_findings)], events)
+        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line, pci, gpu_index)
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
         title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"

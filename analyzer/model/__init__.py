@@ -193,6 +193,8 @@ class FirstFailure:
     time: float | None = None
     file: str | None = None
     line: int | None = None
+    pci_bus_id: str | None = None  # the GPU a hardware fault hit (domain:bus:device)
+    gpu_index: int | None = None  # that GPU's index on its node, when an NCCL init line names the bus id
 
 
 @dataclass(frozen=True, slots=True)

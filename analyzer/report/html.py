@@ -207,6 +207,9 @@ def render_html(report: Report) -> str:
             + (f", <code>{_n(layout.where(ff.file, ff.line))}</code>" if ff.file else "")
             + "</p>"
         )
+    card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
+    if card:
+        out.append(f"<p>{_h(card)}</p>")
     if layout.alternatives(report):
         label = "Close call with" if layout.is_close_call(report) else "Less likely"
         out.append(

@@ -51,6 +51,13 @@ def first_who(rank: int | None, host: str | None) -> str:
     return who(rank, host)
 
 
+def gpu(pci_bus_id: str | None, gpu_index: int | None) -> str | None:
+    """`GPU 3 (PCI 0000:3b:00)`, `GPU at PCI 0000:3b:00`, or None."""
+    if pci_bus_id is None:
+        return None
+    return f"GPU {gpu_index} (PCI {pci_bus_id})" if gpu_index is not None else f"GPU at PCI {pci_bus_id}"
+
+
 def where(file: str | None, line: int | None) -> str:
     if not file:
         return "-"

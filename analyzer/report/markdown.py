@@ -40,6 +40,7 @@ def render_markdown(report: Report) -> str:
         ("Run dir", md_cell(md_name(report.run_dir))),
         ("First failure", md_text(layout.first_who(ff.rank, ff.host))),
         ("When", md_text(layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx))),
+        ("GPU", md_text(layout.gpu(ff.pci_bus_id, ff.gpu_index) or "-")),
         ("Where", md_cell(md_name(layout.where(ff.file, ff.line))) if ff.file else "unknown"),
         ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),
         ("Fingerprint", md_code(v.fingerprint)),

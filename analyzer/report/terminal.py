@@ -106,6 +106,9 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
         first = f"{layout.first_who(ff.rank, ff.host)}, {stamp}" + (" (placed by the lines around it)" if approx else "")
         parts.append(_hang("First failure  ", first))
+        card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
+        if card:
+            parts.append(_hang("GPU            ", term_line(card)))
     if report.cascade:
         parts.append(Text("What followed", style="bold"))
         shown = report.cascade if verbose else report.cascade[:FIRST_SCREEN_FOLLOWED]

@@ -45,3 +45,10 @@ def test_xid_bus_id_joins_the_rank(tmp_path: Path) -> None:
     assert report.verdict.category is Category.HARDWARE_XID
     assert report.verdict.first_failure.rank == 10
     assert report.verdict.first_failure.file == "node1/dmesg.log"
+    # the GPU for the ticket: its PCI bus id, and its index on the node from the same NCCL line
+    assert (report.verdict.first_failure.pci_bus_id, report.verdict.first_failure.gpu_index) == ("0000:5e:00", 2)
+    from analyzer.report import render
+
+    text = render(report, "text", width=100)
+    assert "GPU 2 (PCI 0000:5e:00)" in "\n".join(text.splitlines()[:12])
+    assert "| GPU | GPU 2 (PCI 0000:5e:00) |" in render(report, "markdown")
