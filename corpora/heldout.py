@@ -1,6 +1,7 @@
 """Score a held-out set of labeled cases with ``postmortem analyze``, as excerpts and buried.
 
     python -m corpora.heldout score CASES_DIR [--buried BACKGROUND_DIR] [--format json|text]
+    python -m corpora.heldout render REPORT.json [--format text|markdown]
 
 CASES_DIR holds case directories in the corpus layout (``<id>/case.yaml`` plus the log files).
 Every case is analyzed as it is ("excerpt").  With ``--buried``, every case is analyzed a second
@@ -29,6 +30,7 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -253,6 +255,50 @@ def render_text(report: Report, summ: dict[str, object]) -> str:
     return "\n".join(out) + "\n"
 
 
+def render_markdown(data: dict[str, Any]) -> str:
+    """A Markdown table (id, label, excerpt verdict, buried verdict) and the totals, from a JSON report."""
+    rows = data["rows"]
+    summ = data["summary"]
+    assert isinstance(rows, list) and isinstance(summ, dict)
+    buried = "buried" in summ
+
+    def cell(pred: dict[str, Any] | None, right: bool | None) -> str:
+        if pred is None:
+            return "-"
+        if pred.get("error"):
+            return f"ERROR: {pred['error']}"
+        conf = pred.get("confidence")
+        conf_s = f"{conf:.2f}" if isinstance(conf, (int, float)) else "?"
+        return f"{pred.get('category')} {conf_s} {'✓' if right else '✗'}"
+
+    out = ["| id | label | excerpt verdict | buried verdict |" if buried else "| id | label | excerpt verdict |"]
+    out.append("|---|---|---|---|" if buried else "|---|---|---|")
+    for r in rows:
+        label = r["label"] + ("" if r["decidable"] else " (undecidable: unknown counts)")
+        line = f"| {r['case_id']} | {label} | {cell(r['excerpt'], r['excerpt_right'])} |"
+        if buried:
+            line += f" {cell(r.get('buried'), r.get('buried_right'))} |"
+        out.append(line)
+    out.append("")
+    for key in ("excerpt", "buried"):
+        if key not in summ:
+            continue
+        s = summ[key]
+        out.append(f"**{key}**: {s['right']}/{s['total']} right, accuracy {s['accuracy']}")
+        out.append("")
+    cats = sorted(summ["excerpt_recall"])
+    out.append("| category | excerpt recall | buried recall |" if buried else "| category | excerpt recall |")
+    out.append("|---|---|---|" if buried else "|---|---|")
+    for c in cats:
+        e = summ["excerpt_recall"][c]
+        line = f"| {c} | {e['recall']:.2f} ({e['right']}/{e['total']}) |"
+        if buried:
+            b = summ["buried_recall"].get(c)
+            line += f" {b['recall']:.2f} ({b['right']}/{b['total']}) |" if b else " - |"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def _postmortem_cmd() -> list[str]:
     exe = shutil.which("postmortem")
     if exe:
@@ -271,7 +317,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     sc.add_argument("--format", choices=["text", "json"], default="text")
     sc.add_argument("-o", "--output", type=Path, default=None, help="write the report here instead of stdout")
+    rd = sub.add_parser("render", help="print a JSON report written by 'score --format json' as text or Markdown")
+    rd.add_argument("report", type=Path)
+    rd.add_argument("--format", choices=["text", "markdown"], default="text")
     a = ap.parse_args(argv)
+    if a.cmd == "render":
+        data = json.loads(a.report.read_text(encoding="utf-8"))
+        if a.format == "markdown":
+            sys.stdout.write(render_markdown(data))
+        else:
+            rep = Report(cases_dir="", background="" if "buried" in data["summary"] else None)
+            for r in data["rows"]:
+                b = r.get("buried")
+                rep.rows.append(
+                    Row(
+                        r["case_id"],
+                        r["label"],
+                        r["decidable"],
+                        Prediction(**r["excerpt"]),
+                        Prediction(**b) if b else None,
+                        r["excerpt_right"],
+                        r.get("buried_right"),
+                    )
+                )
+            sys.stdout.write(render_text(rep, data["summary"]))
+        return 0
     if not a.cases_dir.is_dir():
         print(f"error: {a.cases_dir} is not a directory", file=sys.stderr)
         return 2
