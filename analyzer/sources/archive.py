@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 MAX_MEMBERS = 10_000
+MAX_LISTED_BYTES = 32 << 30  # decompressed bytes a tar's listing may stream through
 HEAD = 16384
 
 
@@ -86,7 +87,11 @@ def _iter_members(path: Path, kind: str, compression: str | None) -> Iterator[Me
     from analyzer.sources.reader import open_binary
 
     try:
-        with open_binary(path, compression) as stream, tarfile.open(fileobj=stream, mode="r|") as tf:
+        with (
+            open_binary(path, compression) as raw,
+            _Bounded(raw, MAX_LISTED_BYTES) as stream,
+            tarfile.open(fileobj=stream, mode="r|") as tf,
+        ):
             for entry in tf:
                 name = clean_name(entry.name)
                 if not entry.isreg() or name is None:
@@ -94,10 +99,37 @@ def _iter_members(path: Path, kind: str, compression: str | None) -> Iterator[Me
                 member_fh = tf.extractfile(entry)
                 head = member_fh.read(HEAD) if member_fh is not None else b""
                 yield Member(name, entry.size, head)
+    except ArchiveError:
+        raise
     except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
         raise ArchiveError(f"tar archive not read to its end: {exc}") from exc
     except Exception as exc:  # zstandard raises its own error type
         raise ArchiveError(f"tar archive not read to its end: {exc}") from exc
+
+
+class _Bounded(io.RawIOBase):
+    """A stream that stops with ArchiveError after `limit` bytes (a tar's listing reads every
+    member's bytes to reach the next header: a huge or hostile archive is cut there)."""
+
+    def __init__(self, inner: IO[bytes], limit: int) -> None:
+        self._inner = inner
+        self._left = limit
+        self._limit = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size)
+        self._left -= len(data)
+        if self._left < 0:
+            raise ArchiveError(f"listing stopped after {self._limit >> 20} MiB of decompressed data (size limit)")
+        return data
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 class _MemberStream(io.RawIOBase):

@@ -125,3 +125,17 @@ def test_a_binary_file_given_alone_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["analyze", str(blob)])
     assert result.exit_code == 2
     assert "cannot be analyzed: binary or unrecognised content" in result.stderr
+
+
+def test_listing_a_huge_archive_stops_at_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.sources import archive
+
+    monkeypatch.setattr(archive, "MAX_LISTED_BYTES", 1 << 20)
+    data = _tar("tar.gz", {"a/rank2.log": EXAMPLE.read_bytes(), "a/big.bin": b"\0" * (4 << 20), "a/late.log": b"x\n"})
+    job = tmp_path / "job.tgz"
+    job.write_bytes(data)
+    report = analyze(job)
+    files = {s.file: s for s in report.sources}
+    assert files["a/rank2.log"].status == "parsed"
+    assert "a/late.log" not in files
+    assert any(s.status == "error" and "size limit" in s.note for s in report.sources)
