@@ -40,11 +40,13 @@ def render_markdown(report: Report) -> str:
         ("Run dir", md_cell(md_name(report.run_dir))),
         ("First failure", md_text(layout.first_who(ff.rank, ff.host))),
         ("When", md_text(layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx))),
-        ("GPU", md_text(layout.gpu(ff.pci_bus_id, ff.gpu_index) or "-")),
         ("Where", md_cell(md_name(layout.where(ff.file, ff.line))) if ff.file else "unknown"),
         ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),
         ("Fingerprint", md_code(v.fingerprint)),
     ]
+    card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
+    if card:
+        rows.insert(3, ("GPU", md_text(card)))
     if layout.alternatives(report):
         label = "Close call with" if layout.is_close_call(report) else "Less likely"
         rows.append((label, ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in layout.alternatives(report))))
