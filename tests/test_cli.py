@@ -82,7 +82,7 @@ def test_missing_dir_is_a_clear_message(tmp_path: Path) -> None:
 def test_empty_dir_exits_2_with_one_sentence(tmp_path: Path) -> None:
     code, out, err = run("analyze", str(tmp_path), "--format", "json")
     assert code == 2 and out == ""
-    assert err.strip().endswith("the directory is empty; give the directory the job wrote its logs to")
+    assert err.strip().endswith("no files in this directory; give the directory the job wrote its logs to")
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
@@ -169,3 +169,9 @@ def test_parse_auto_recognises_a_bt_full_file(shared: Path) -> None:
     code, out, _ = run("parse", "auto", str(shared / "external/satyr/gdb_stacktraces/rhbz-803600"))
     data = json.loads(out)
     assert code == 0 and len(data["threads"]) == 2 and data["crash_thread"] == 1
+
+
+def test_a_tree_of_empty_directories_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "node0" / "logs").mkdir(parents=True)
+    code, out, err = run("analyze", str(tmp_path))
+    assert code == 2 and out == "" and "no files in this directory" in err

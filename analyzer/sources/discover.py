@@ -93,7 +93,7 @@ def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
                 continue  # a labeled corpus case's answer, never evidence
             found.extend(_expand(_describe(here / name, root, follow_symlinks)))
     if not found:
-        raise RunDirError(f"{run_dir}: the directory is empty; give the directory the job wrote its logs to")
+        raise RunDirError(f"{run_dir}: no files in this directory; give the directory the job wrote its logs to")
     found.sort(key=lambda s: s.rel)
     return found
 

@@ -110,7 +110,7 @@ def test_one_log_file(tmp_path: Path) -> None:
 
 
 def test_empty_dir_and_empty_archive_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(RunDirError, match="the directory is empty"):
+    with pytest.raises(RunDirError, match="no files in this directory"):
         discover(tmp_path)
     empty = tmp_path / "e.tar"
     empty.write_bytes(_tar("tar", {}))
