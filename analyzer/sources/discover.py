@@ -120,22 +120,26 @@ def _inflate_head(data: bytes, compression: str) -> bytes:
     return b""
 
 
+def _is_archive(src: SourceFile) -> bool:
+    return src.member is not None and src.member[2] == ""
+
+
 def _one_file(path: Path) -> list[SourceFile]:
     """A single log file given instead of a run dir, or an archive of a run dir."""
     desc = _describe(path, path.parent.resolve(), follow_symlinks=True)
-    if desc.status == "archive":
+    if _is_archive(desc):
         found = _expand(replace(desc, rel=""))
         if not found:
             raise RunDirError(f"{path}: the archive holds no files ({desc.note or 'no regular file in it'})")
         return sorted(found, key=lambda s: s.rel)
-    if desc.status != "pending":
+    if desc.status in ("skipped", "error"):
         raise RunDirError(f"{path}: cannot be analyzed: {desc.note}")
     return [desc]
 
 
 def _expand(src: SourceFile) -> list[SourceFile]:
     """An archive's members as sources (`ARCHIVE/member` relative paths); any other file as it is."""
-    if src.status != "archive" or src.member is None:
+    if not _is_archive(src) or src.member is None:
         return [src]
     kind, compression, _ = src.member
     listed, note = archive_members(src.path, kind, compression)
@@ -209,8 +213,8 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     packed = archive_kind(raw_head, head)
     if packed:
         rank, host = rank_host_from_path(rel)
-        member = (packed, compression, "")
-        return SourceFile(path, rel, SourceKind.OTHER, st.st_size, compression, rank, host, "archive", "", member)
+        member = (packed, compression, "")  # the archive itself: expanded into its members
+        return SourceFile(path, rel, SourceKind.OTHER, st.st_size, compression, rank, host, member=member)
     kind = sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
