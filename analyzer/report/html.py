@@ -22,6 +22,7 @@ svg text{font-family:ui-monospace,monospace;font-size:11px}
 """
 
 
+LANE_LABEL_MAX = 36  # characters of a lane label; longer file names are cut in the middle
 MONO_W = 6.7  # width of one character of the drawing's 11px monospace font, rounded up
 EARLIER_W = 90  # width of the compressed zone for events before the failure window
 
@@ -49,7 +50,7 @@ def _lane_labels(entries: list[TimelineEntry]) -> dict[tuple[int, int, str], str
             host = max(sorted(seen), key=lambda h: seen[h]) if seen else None
             labels[key] = f"rank {t.rank}" + (f" · {host}" if host else "")
         else:
-            labels[key] = safe.escape_controls(key[2])
+            labels[key] = safe.middle_ellipsis(safe.escape_controls(key[2]), LANE_LABEL_MAX)
     return dict(sorted(labels.items()))
 
 
