@@ -69,3 +69,15 @@ def test_non_core_named_core_is_a_warning_and_analysis_goes_on(tmp_path: Path) -
     report = analyze(run)
     assert report.verdict.category is Category.SHM
     assert any(s.file == "core" and s.status in ("skipped", "error") for s in report.sources)
+
+
+def test_core_whose_program_is_gone_is_read_from_its_notes(tmp_path: Path) -> None:
+    # cores are analyzed away from the node: the program is not here, the notes still tell the fault
+    run = _run_dir(cores.shm_bus_core, tmp_path)
+    (tmp_path / "shm_bus").unlink()
+    report = analyze(run)
+    source = next(s for s in report.sources if s.file == "core.4242")
+    assert source.status == "parsed"
+    assert "is not on this machine" in source.note and "notes alone" in source.note
+    assert report.verdict.category is Category.SHM  # the fault address lies in a /dev/shm mapping
+    assert report.verdict.first_failure.file == "core.4242"
