@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from analyzer.correlate.order import finding_key
-from analyzer.model import Category, Finding, Role
+from analyzer.model import Category, EventKind, Finding, Role
 
 MIN_CONFIDENCE = 0.25
 EARLIEST_BONUS = 0.08
@@ -160,3 +160,13 @@ def _precedence(
         demote(Category.SHM, Category.STORAGE, "the core shows the SIGBUS in a regular file's mapping")
     if context.get("core_dev_shm") and Category.SHM in scores and Category.STORAGE in scores:
         demote(Category.STORAGE, Category.SHM, "the core shows the SIGBUS inside /dev/shm")
+
+
+def core_context(findings: list[Finding]) -> dict[str, bool]:
+    """What the cores among the findings say about the fault's mapping (for the SIGBUS rule)."""
+    ctx = {"core_regular_file": False, "core_dev_shm": False}
+    for f in findings:
+        if f.event.kind is EventKind.CORE:
+            ctx["core_regular_file"] |= bool(f.event.fields.get("fault_in_regular_file"))
+            ctx["core_dev_shm"] |= bool(f.event.fields.get("fault_in_dev_shm"))
+    return ctx

@@ -13,11 +13,11 @@ from functools import cache
 from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind
 from analyzer.parse import torchelastic
 from analyzer.parse.base import Region
+from analyzer.parse.core_event import core_events
 from analyzer.parse.prefix import split_prefix
 from analyzer.parse.registry import parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import Hit
-from analyzer.signatures.loader import Signature
 from analyzer.sources.discover import SourceFile
 from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
 
@@ -40,27 +40,26 @@ class Ingested:
     warnings: list[str] = field(default_factory=list)
 
 
-_SCANNERS: dict[tuple[tuple[tuple[str, bool], ...], ...], Scanner] = {}
+_SCANNERS: dict[tuple[tuple[str, bool], ...], Scanner] = {}
 
 
-def build_scanner(signatures: Iterable[Signature]) -> Scanner:
-    """The scanner for these signatures (built once per process for the same patterns)."""
-    sigs = list(signatures)
-    key = tuple(s.line_patterns for s in sigs)
+def build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
+    """The scanner for the parsers' triggers plus these (regex, ignore_case) line patterns (the
+    signatures'), built once per process for the same patterns."""
+    key = tuple(line_patterns)
     if key not in _SCANNERS:
         _SCANNERS.clear()
-        _SCANNERS[key] = _build_scanner(sigs)
+        _SCANNERS[key] = _build_scanner(key)
     return _SCANNERS[key]
 
 
-def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
+def _build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
     patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case) for stem, t in triggers()]
     seen: set[tuple[str, bool]] = set()
-    for sig in signatures:
-        for regex, icase in sig.line_patterns:
-            if (regex, icase) not in seen:
-                seen.add((regex, icase))
-                patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
+    for regex, icase in line_patterns:
+        if (regex, icase) not in seen:
+            seen.add((regex, icase))
+            patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
     return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP})
 
@@ -209,7 +208,7 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
         out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host))
         out.warnings.append(f"{src.rel}: core not analyzed: {exc}")
         return
-    events = coredump.core_events(info, src.rel)
+    events = core_events(info, src.rel)
     events = [replace(e, rank=e.rank if e.rank is not None else src.rank, host=e.host or src.host) for e in events]
     for ev in events:
         ev.fields["source_kind"] = str(src.kind)

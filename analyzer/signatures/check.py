@@ -9,7 +9,7 @@ from typing import Any
 from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Event, EventKind, Location
 from analyzer.paths import signatures_dir
-from analyzer.signatures.loader import Problem, Signature, load_all, signature_files
+from analyzer.signatures.loader import Problem, Signature, line_patterns, load_all, signature_files
 from analyzer.signatures.matcher import match_event
 
 
@@ -69,7 +69,7 @@ def schema_problems(root: Path | None = None) -> list[Problem]:
 def check_all(root: Path | None = None) -> tuple[list[Problem], int]:
     sigs, problems = load_all(root)
     problems.extend(schema_problems(root))
-    scanner = build_scanner(sigs)
+    scanner = build_scanner(line_patterns(sigs))
     for sig in sigs:
         problems.extend(run_tests(sig, scanner))
         for regex, _ in sig.line_patterns:

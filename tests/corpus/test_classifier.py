@@ -17,7 +17,7 @@ from ..conftest import REPO
 
 pytest.importorskip("sklearn", reason="training and cross-validation need the ml extra (scikit-learn)")
 
-from analyzer.classify.train import cross_validate, to_json, train  # noqa: E402
+from analyzer.corpus.train import cross_validate, to_json, train  # noqa: E402
 
 
 def test_analyze_does_not_load_sklearn_or_numpy() -> None:
