@@ -13,8 +13,7 @@ from pathlib import Path
 import click
 
 from analyzer import __version__
-
-FORMATS = ("text", "json", "markdown")
+from analyzer.report.registry import RENDERERS
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -44,7 +43,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(RENDERERS)), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report to this file.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symlinks that lead out of the run dir.")
 @click.option("--core-timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may spend on one core.")

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind
+from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
 from analyzer.parse import torchelastic
 from analyzer.parse.base import Region
 from analyzer.parse.core_event import core_events
@@ -129,10 +129,10 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
     try:
         result = scanner.scan(iter_chunks(src.path, src.compression))
-        status, note = "parsed", ""
+        status, note = SourceStatus.PARSED, ""
     except ReadProblem as exc:
         result = None
-        status, note = "error", str(exc)
+        status, note = SourceStatus.ERROR, str(exc)
     if result is None:
         out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, status, note, src.rank, src.host))
         return
@@ -159,7 +159,7 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
             src.kind,
             src.size,
             text.count("\n") + 1,
-            "error" if bad else "parsed",
+            SourceStatus.ERROR if bad else SourceStatus.PARSED,
             "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""),
             src.rank,
             src.host,
@@ -178,7 +178,9 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
         bt = parse_text(text)
     except Exception as exc:
         out.sources.append(
-            SourceInfo(src.rel, src.kind, src.size, lines, "error", f"backtrace not understood: {exc}", src.rank, src.host)
+            SourceInfo(
+                src.rel, src.kind, src.size, lines, SourceStatus.ERROR, f"backtrace not understood: {exc}", src.rank, src.host
+            )
         )
         return
     first = text.split("\n", 1)[0]
@@ -190,7 +192,7 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
         ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
     out.sources.append(
-        SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host)
+        SourceInfo(src.rel, src.kind, src.size, lines, SourceStatus.PARSED, "cut at 16 MiB" if cut else "", src.rank, src.host)
     )
 
 
@@ -199,13 +201,13 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
         from analyzer.sources import coredump
     except ImportError:
         out.sources.append(
-            SourceInfo(src.rel, src.kind, src.size, None, "skipped", "core analysis not available", src.rank, src.host)
+            SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "core analysis not available", src.rank, src.host)
         )
         return
     try:
         info = coredump.analyze_core(src.path, timeout=core_timeout)
     except Exception as exc:  # CoreError and anything gdb did
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host))
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host))
         out.warnings.append(f"{src.rel}: core not analyzed: {exc}")
         return
     events = core_events(info, src.rel)
@@ -213,7 +215,7 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
     for ev in events:
         ev.fields["source_kind"] = str(src.kind)
     out.events.extend(events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "parsed", "", src.rank, src.host))
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.PARSED, "", src.rank, src.host))
 
 
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
@@ -222,9 +224,9 @@ _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
 def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0) -> Ingested:
     out = Ingested()
     for src in sources:
-        if src.status in ("skipped", "error"):
+        if src.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
             note = src.note
-            if src.status == "skipped" and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
+            if src.status == SourceStatus.SKIPPED and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
                 note = "named like a core dump but not an ELF core file"
                 out.warnings.append(f"{src.rel}: {note}")
             out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))

@@ -174,13 +174,22 @@ class Finding:
     remediation: tuple[str, ...] = ()
 
 
+class SourceStatus(StrEnum):
+    """What became of one file of the run dir."""
+
+    PENDING = "pending"  # found, not read yet (discovery only)
+    PARSED = "parsed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
 @dataclass(frozen=True, slots=True)
 class SourceInfo:
     file: str
     kind: SourceKind
     bytes: int
     lines: int | None
-    status: str  # parsed | skipped | error
+    status: SourceStatus
     note: str = ""
     rank: int | None = None
     host: str | None = None

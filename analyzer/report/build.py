@@ -6,6 +6,7 @@ the renderers in this package turn it into text, JSON, Markdown or HTML.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,17 +20,17 @@ from analyzer.model import (
     Alternative,
     Category,
     Event,
-    EventKind,
     EvidenceItem,
     Finding,
     FirstFailure,
     Report,
     Role,
     SourceInfo,
-    SourceKind,
+    SourceStatus,
     Verdict,
 )
 from analyzer.signatures.loader import category_titles
+from analyzer.signatures.taxonomy import missing_evidence_hints
 
 
 def normalize_text(text: str) -> str:
@@ -167,33 +168,27 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list
 
 
 def _missing(sources: Sequence[SourceInfo], events: list[Event], findings: list[Finding], category: Category) -> list[str]:
-    kinds = {s.kind for s in sources if s.status == "parsed"}
-    out: list[str] = []
-    if not sources:
-        out.append("the run dir holds no files: point postmortem at the directory the job wrote its logs to")
-        return out
-    if SourceKind.KERNEL_LOG not in kinds:
-        hosts = sorted({s.host for s in sources if s.host})
-        where = f" from host(s) {', '.join(hosts[:8])}" if hosts else ""
-        out.append(
-            f"no kernel log{where}: save `dmesg -T` (or `journalctl -k`) of every node after a failure; it shows OOM kills, Xid and PCIe errors"
-        )
-    has_nccl = any(e.kind in (EventKind.NCCL, EventKind.VERSION) or "NCCL INFO" in e.text for e in events)
-    if not has_nccl:
-        out.append(
-            "no NCCL debug output: run with NCCL_DEBUG=INFO (and NCCL_DEBUG_FILE=nccl.%h.%p.log) to see transports, versions and bus ids"
-        )
+    """The taxonomy's missing-evidence hints whose conditions hold, in its order."""
+    kinds = {str(s.kind) for s in sources if s.status is SourceStatus.PARSED}
+    event_kinds = {str(e.kind) for e in events}
     sigs = {f.signature for f in findings}
-    if any("sigbus" in s or "bus_error" in s for s in sigs) and SourceKind.CORE_DUMP not in kinds:
-        out.append(
-            "a Bus error without a core: record `df -h /dev/shm` and keep the core (`ulimit -c unlimited`) to tie the SIGBUS to the file it hit"
-        )
-    if any("sigkill" in s for s in sigs) and SourceKind.KERNEL_LOG not in kinds:
-        out.append("a rank died of SIGKILL: the kernel log would say whether the OOM killer did it")
-    if not any(e.kind is EventKind.TRACEBACK for e in events) and category in (Category.UNKNOWN, Category.USER_CODE):
-        out.append(
-            "no Python traceback from the failing rank: decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record"
-        )
-    if not any(e.kind is EventKind.ELASTIC_FAILURE for e in events) and category is Category.UNKNOWN:
-        out.append("no launcher summary: keep torchrun's output (--log-dir, --tee 3) so the first failing rank is known")
+    out: list[str] = []
+    for h in missing_evidence_hints():
+        if h.no_files:
+            if not sources:
+                out.append(h.hint)
+                return out
+            continue
+        if h.missing_source is not None and h.missing_source in kinds:
+            continue
+        if h.missing_event and event_kinds & set(h.missing_event):
+            continue
+        if h.missing_text is not None and any(h.missing_text in e.text for e in events):
+            continue
+        if h.signatures and not any(fnmatch.fnmatchcase(s, g) for s in sigs for g in h.signatures):
+            continue
+        if h.categories and category.value not in h.categories:
+            continue
+        hosts = sorted({s.host for s in sources if s.host})
+        out.append(h.hint.replace("{hosts}", f" from host(s) {', '.join(hosts[:8])}" if hosts else ""))
     return out
