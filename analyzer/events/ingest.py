@@ -120,10 +120,15 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                     fields=fields,
                 )
             ]
-        for ev in parsed_here:
-            ev.fields.setdefault("source_kind", str(kind))
-        events.extend(parsed_here)
+        events.extend(_with_source_kind(ev, kind, keep=True) for ev in parsed_here)
     return events
+
+
+def _with_source_kind(ev: Event, kind: SourceKind, keep: bool = False) -> Event:
+    """The event with the kind of file it came from (`source_kind`); `keep`: unless it has one."""
+    if keep and "source_kind" in ev.fields:
+        return ev
+    return replace(ev, fields={**ev.fields, "source_kind": str(kind)})
 
 
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
@@ -148,9 +153,7 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
 
 def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
     text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
-    events = torchelastic.parse_error_json(text, src.rel, src.rank, src.host)
-    for ev in events:
-        ev.fields["source_kind"] = str(src.kind)
+    events = [_with_source_kind(ev, src.kind) for ev in torchelastic.parse_error_json(text, src.rel, src.rank, src.host)]
     out.events.extend(events)
     bad = any(e.kind == EventKind.UNPARSED for e in events)
     out.sources.append(
@@ -185,9 +188,8 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
         return
     first = text.split("\n", 1)[0]
     ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
-    ev.fields["source_kind"] = str(src.kind)
     fault = fault_from_text(text)
-    ev.fields.update(fault)
+    ev = replace(ev, fields={**ev.fields, "source_kind": str(src.kind), **fault})
     if fault.get("fault_mapping"):
         ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
@@ -211,9 +213,15 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
         out.warnings.append(f"{src.rel}: core not analyzed: {exc}")
         return
     events = core_events(info, src.rel)
-    events = [replace(e, rank=e.rank if e.rank is not None else src.rank, host=e.host or src.host) for e in events]
-    for ev in events:
-        ev.fields["source_kind"] = str(src.kind)
+    events = [
+        replace(
+            e,
+            rank=e.rank if e.rank is not None else src.rank,
+            host=e.host or src.host,
+            fields={**e.fields, "source_kind": str(src.kind)},
+        )
+        for e in events
+    ]
     out.events.extend(events)
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.PARSED, "", src.rank, src.host))
 

@@ -13,6 +13,7 @@ src_file, src_line, shm_path, shm_size. Malformed lines never raise: they become
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -116,7 +117,7 @@ def parse_region(region: Region) -> list[Event]:
         return []
     event = _event(region.lines[0], region.file, region.start, region)
     if "last_error" in event.fields and not event.fields["last_error"] and len(region.lines) > 1:
-        event.fields["last_error"] = region.lines[1].strip()
+        event = replace(event, fields={**event.fields, "last_error": region.lines[1].strip()})
     return [event]
 
 
