@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from analyzer import __version__
+from analyzer.parse.registry import names as parser_names
 from analyzer.report.registry import RENDERERS
 
 
@@ -68,18 +69,13 @@ def analyze(
     _write(render(report, fmt, color=use_color), output)
 
 
-PARSE_KINDS = ("auto", "python_traceback", "torchelastic", "faulthandler", "nccl", "dmesg", "gdb")
-_ALIASES = {"traceback": "python_traceback", "python": "python_traceback", "gdb_backtrace": "gdb", "kernel": "dmesg"}
-
-
 @main.command()
-@click.argument("kind", type=click.Choice(PARSE_KINDS + tuple(_ALIASES)))
+@click.argument("kind", type=click.Choice(["auto", *parser_names()]))
 @click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 def parse(kind: str, file: Path) -> None:
     """Print the parsed events of one FILE as JSON (KIND: a grammar name, or auto)."""
     from analyzer.parse.dump import dump_file
 
-    kind = _ALIASES.get(kind, kind)
     try:
         data = dump_file(kind, file)
     except ValueError as exc:

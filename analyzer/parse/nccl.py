@@ -20,10 +20,10 @@ from typing import Any
 from lark import Lark
 from lark.exceptions import LarkError
 
-from analyzer.model import Event, EventKind, Location
+from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.parse._lark import load_parser
 from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, normalize_bus_id
-from analyzer.parse.base import Region, Trigger
+from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.prefix import split_prefix
 
 __all__ = ["ERROR_CODES", "TRIGGERS", "normalize_bus_id", "parse_line", "parse_region", "parse_text"]
@@ -142,3 +142,6 @@ def parse_text(text: str) -> dict[str, Any]:
             }
         )
     return {"events": events}
+
+
+PARSER = GrammarParser("nccl", (SourceKind.NCCL_LOG,), tuple(TRIGGERS), parse_region, lambda text, file: parse_text(text))
