@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from analyzer.model import Backtrace, Frame, Thread
 from analyzer.model.native import CoreInfo, CoreNotes, signal_name
-from analyzer.sources.crash_signature import crash_signature
 
 _FAULT_SIGNALS = (4, 5, 7, 8, 11)
 
@@ -50,7 +49,6 @@ def notes_only(path: str, notes: CoreNotes, reason: str) -> CoreInfo:
         fault_mapping=fault_mapping,
         mappings=notes.mappings,
         backtrace=bt,
-        signature=crash_signature(bt),
         command=notes.command,
         mappings_source="nt_file",
         warnings=(missing,),

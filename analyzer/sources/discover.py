@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analyzer.model import SourceKind
+from analyzer.model import SourceKind, SourceStatus
 from analyzer.sources.archive import archive_kind
 from analyzer.sources.archive import members as archive_members
 from analyzer.sources.reader import compression_of, read_head
@@ -45,7 +45,7 @@ class SourceFile:
     compression: str | None
     rank: int | None
     host: str | None
-    status: str = "pending"  # pending | skipped | error
+    status: SourceStatus = SourceStatus.PENDING
     note: str = ""
     member: tuple[str, str | None, str] | None = None  # (archive kind, its compression, name) of an archive member
 
@@ -132,7 +132,7 @@ def _one_file(path: Path) -> list[SourceFile]:
         if not found:
             raise RunDirError(f"{path}: the archive holds no files ({desc.note or 'no regular file in it'})")
         return sorted(found, key=lambda s: s.rel)
-    if desc.status in ("skipped", "error"):
+    if desc.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
         raise RunDirError(f"{path}: cannot be analyzed: {desc.note}")
     return [desc]
 
@@ -151,18 +151,20 @@ def _expand(src: SourceFile) -> list[SourceFile]:
         inner = compression_of(m.head)
         head = _inflate_head(m.head, inner) if inner else m.head
         mkind = sniff(head, m.name) if head else SourceKind.TRAINING_LOG
-        status, mnote = "pending", ""
+        status, mnote = SourceStatus.PENDING, ""
         if archive_kind(m.head, head):
-            status, mnote = "skipped", "an archive inside an archive, not read"
+            status, mnote = SourceStatus.SKIPPED, "an archive inside an archive, not read"
         elif mkind is SourceKind.CORE_DUMP:
-            status, mnote = "skipped", "a core dump inside an archive: extract it and run `postmortem core` on it"
+            status, mnote = SourceStatus.SKIPPED, "a core dump inside an archive: extract it and run `postmortem core` on it"
         elif mkind is SourceKind.OTHER:
-            status, mnote = "skipped", "binary or unrecognised content"
+            status, mnote = SourceStatus.SKIPPED, "binary or unrecognised content"
         elif m.size == 0:
-            status, mnote = "skipped", "empty file"
+            status, mnote = SourceStatus.SKIPPED, "empty file"
         out.append(SourceFile(src.path, rel, mkind, m.size, inner, rank, host, status, mnote, (kind, compression, m.name)))
     if note:
-        out.append(SourceFile(src.path, src.rel or src.path.name, SourceKind.OTHER, src.size, None, None, None, "error", note))
+        out.append(
+            SourceFile(src.path, src.rel or src.path.name, SourceKind.OTHER, src.size, None, None, None, SourceStatus.ERROR, note)
+        )
     return out
 
 
@@ -178,7 +180,7 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _skipped(path: Path, root: Path, note: str, status: str = "skipped", size: int = 0) -> SourceFile:
+def _skipped(path: Path, root: Path, note: str, status: SourceStatus = SourceStatus.SKIPPED, size: int = 0) -> SourceFile:
     rank, host = rank_host_from_path(_rel(path, root))
     return SourceFile(path, _rel(path, root), SourceKind.OTHER, size, None, rank, host, status, note)
 
@@ -195,17 +197,17 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     try:
         st = path.stat()
     except OSError as exc:
-        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status="error")
+        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status=SourceStatus.ERROR)
     if not stat.S_ISREG(st.st_mode):
         what = "FIFO" if stat.S_ISFIFO(st.st_mode) else "special file"
         return _skipped(path, root, f"{what}, not read")
     if not os.access(path, os.R_OK):
-        return _skipped(path, root, "permission denied", status="error", size=st.st_size)
+        return _skipped(path, root, "permission denied", status=SourceStatus.ERROR, size=st.st_size)
     try:
         with path.open("rb") as raw:
             raw_head = raw.read(64)
     except OSError as exc:
-        return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status="error", size=st.st_size)
+        return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status=SourceStatus.ERROR, size=st.st_size)
     if st.st_size == 0:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
@@ -218,9 +220,9 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     kind = sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
-    status = "pending"
+    status = SourceStatus.PENDING
     if kind is SourceKind.OTHER:
-        status, note = "skipped", "binary or unrecognised content"
+        status, note = SourceStatus.SKIPPED, "binary or unrecognised content"
     return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note)
 
 
