@@ -100,8 +100,9 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
         parts.append(_hang("  ", text, "cyan"))
     else:
         parts.append(_hang("", term_line(v.explanation)))
+    placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
+    anchor = ff.time if ff.time is not None else (placed.time if placed else None)
     if ff.file or ff.rank is not None or ff.host:
-        placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
         approx = ff.time is None and placed is not None and placed.approx
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
         first = f"{layout.first_who(ff.rank, ff.host)}, {stamp}" + (" (placed by the lines around it)" if approx else "")
@@ -113,7 +114,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
         parts.append(Text("What followed", style="bold"))
         shown = report.cascade if verbose else report.cascade[:FIRST_SCREEN_FOLLOWED]
         for c in shown:
-            parts.append(_hang("  • ", term_line(_followed(c, ff.time))))
+            parts.append(_hang("  • ", term_line(_followed(c, anchor))))
         if len(shown) < len(report.cascade):
             parts.append(Text(f"  … {layout.plural(len(report.cascade) - len(shown), 'more kind')} of symptom", style="dim"))
     if v.remediation:
