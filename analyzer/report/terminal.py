@@ -161,14 +161,16 @@ def render_text(report: Report, color: bool = False, width: int | None = None, v
             )
         )
         path_w = max(16, cols // 3)
+        shown_lines: set[tuple[str, int | None]] = set()
         for g in groups:
-            console.print(
-                Text(
-                    f"  {term_line(g.signature)} · {g.role.value.replace('_', ' ')} · {layout.plural(len(g.items), 'line')}",
-                    style="dim",
-                )
-            )
-            rows = g.items if verbose else g.items[:GROUP_ROWS]
+            fresh = [e for e in g.items if (e.file, e.line) not in shown_lines]
+            head = f"  {term_line(g.signature)} · {g.role.value.replace('_', ' ')} · {layout.plural(len(g.items), 'line')}"
+            if not fresh:
+                console.print(Text(head + ", shown above", style="dim"))
+                continue
+            console.print(Text(head, style="dim"))
+            rows = fresh if verbose else fresh[:GROUP_ROWS]
+            shown_lines.update((e.file, e.line) for e in rows)
             cells: list[tuple[str, ...]] = [
                 (
                     term_name(middle_ellipsis(layout.where(e.file, e.line), path_w)),
@@ -178,9 +180,10 @@ def render_text(report: Report, color: bool = False, width: int | None = None, v
                 for e in rows
             ]
             _rows(console, cells, verbose, indent=4)
-            if len(rows) < len(g.items):
-                hidden += len(g.items) - len(rows)
-                console.print(Text(f"     … {layout.plural(len(g.items) - len(rows), 'more line')}", style="dim"))
+            left = len(g.items) - len(rows) - (len(g.items) - len(fresh))
+            if left > 0:
+                hidden += left
+                console.print(Text(f"     … {layout.plural(left, 'more line')}", style="dim"))
 
     placed = layout.placed_timeline(report)
     if placed:
