@@ -4,6 +4,7 @@ its index on the node, found through NCCL's init line for the same bus id (`nvml
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from analyzer.model import Event, EventKind
@@ -15,8 +16,9 @@ def gpu_of(roots: Iterable[Event], events: Iterable[Event]) -> tuple[str | None,
     named = [e for e in roots if isinstance(e.fields.get("pci"), str) and e.fields["pci"]]
     named.sort(key=lambda e: e.kind is not EventKind.XID and "xid" not in e.fields and "gpu_message" not in e.fields)
     root = named[0] if named else None
+    events = list(events)
     if root is None:
-        return None, None
+        return _from_message_block(roots, events), None
     pci = str(root.fields["pci"])
     for e in events:
         if e.fields.get("bus_id") != pci:
@@ -27,3 +29,26 @@ def gpu_of(roots: Iterable[Event], events: Iterable[Event]) -> tuple[str | None,
         if isinstance(index, int):
             return pci, index
     return pci, None
+
+
+_PCI = re.compile(r"\b(?:PCI:)?([0-9a-fA-F]{4}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.\d)?\b")
+BLOCK_LINES = 3  # an NVRM message wrapped over lines names the GPU at most this many lines above
+
+
+def _from_message_block(roots: Iterable[Event], events: list[Event]) -> str | None:
+    """The PCI bus id an NVRM message wrapped over several lines names on an earlier line
+    (`NVRM: The NVIDIA GPU 0000:b3:00.0` ... `NVRM: fallen off the bus`)."""
+    for root in roots:
+        if "NVRM" not in root.text or root.loc.line is None:
+            continue
+        line = root.loc.line
+        near = [
+            e
+            for e in events
+            if e.loc.file == root.loc.file and e.loc.line is not None and line - BLOCK_LINES <= e.loc.line <= line
+        ]
+        for e in sorted(near, key=lambda e: -(e.loc.line or 0)):
+            m = _PCI.search(e.text) if "NVRM" in e.text else None
+            if m:
+                return f"{m.group(1)}:{m.group(2)}:{m.group(3)}".lower()
+    return None

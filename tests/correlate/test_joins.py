@@ -52,3 +52,11 @@ def test_xid_bus_id_joins_the_rank(tmp_path: Path) -> None:
     text = render(report, "text", width=100)
     assert "GPU 2 (PCI 0000:5e:00)" in "\n".join(text.splitlines()[:12])
     assert "| GPU | GPU 2 (PCI 0000:5e:00) |" in render(report, "markdown")
+
+
+def test_a_wrapped_nvrm_message_names_its_gpu() -> None:
+    # examples/xid-fallen-off-bus: "NVRM: The NVIDIA GPU 0000:b3:00.0 / (PCI ID: 10de:26b5) ... / fallen off the bus"
+    from ..conftest import REPO
+
+    ff = analyze(REPO / "examples" / "xid-fallen-off-bus").verdict.first_failure
+    assert (ff.pci_bus_id, ff.gpu_index) == ("0000:b3:00", None)
