@@ -3,6 +3,7 @@ timeline, ranks (or hosts) against time, with the first failure and its cascade 
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 from analyzer.model import Report, TimelineEntry
@@ -170,6 +171,11 @@ def _h(text: str) -> str:
     return escape(safe.strip_sequences(text))
 
 
+def _prose(text: str) -> str:
+    """The project's own prose (remediation, missing evidence): escaped, its `code` spans as <code>."""
+    return re.sub(r"`([^`\n]+)`", r"<code>\1</code>", _h(text))
+
+
 def _n(text: str) -> str:
     """A file name for HTML: controls shown escaped, then escaped."""
     return escape(safe.escape_controls(text))
@@ -228,7 +234,7 @@ def render_html(report: Report) -> str:
             out.append(f"<li>{_h(c.what)}{escape(extra)}</li>")
         out.append("</ul>")
     if v.remediation:
-        out.append("<h2>What to do</h2><ol>" + "".join(f"<li>{_h(r)}</li>" for r in v.remediation) + "</ol>")
+        out.append("<h2>What to do</h2><ol>" + "".join(f"<li>{_prose(r)}</li>" for r in v.remediation) + "</ol>")
     if svg:
         out.append("<h2>Timeline</h2>")
         out.append('<div class="drawing">' + svg + "</div>")
@@ -250,7 +256,7 @@ def render_html(report: Report) -> str:
             )
         out.append("</table>")
     if report.missing_evidence:
-        out.append("<h2>Missing evidence</h2><ul>" + "".join(f"<li>{_h(m)}</li>" for m in report.missing_evidence) + "</ul>")
+        out.append("<h2>Missing evidence</h2><ul>" + "".join(f"<li>{_prose(m)}</li>" for m in report.missing_evidence) + "</ul>")
     out.append("<h2>Sources</h2><table><tr><th>file</th><th>kind</th><th>status</th><th>note</th></tr>")
     for src in report.sources:
         out.append(
