@@ -45,3 +45,19 @@ def test_rescaling_keeps_the_order_and_rounds_down() -> None:
 def test_already_a_distribution_is_unchanged() -> None:
     alts = [Alternative(Category.HANG, None, 0.05), Alternative(Category.NETWORK, None, 0.01)]
     assert [a.confidence for a in as_distribution(0.90, alts)] == [0.05, 0.01]
+
+
+@pytest.mark.parametrize(("verdict", "alt", "close"), [(0.55, 0.45, True), (0.99, 0.01, False), (0.70, 0.30, False)])
+def test_close_call_only_when_it_is_one(verdict: float, alt: float, close: bool) -> None:
+    from dataclasses import replace
+
+    report = analyze(REPO / "examples" / "oom-cascade")
+    report = replace(
+        report,
+        verdict=replace(report.verdict, confidence=verdict),
+        alternatives=as_distribution(verdict, [Alternative(Category.HANG, None, alt)]),
+    )
+    for fmt in ("text", "markdown", "html"):
+        out = render(report, fmt, width=100)
+        assert ("Close call with" in out) is close, fmt
+        assert ("Less likely" in out) is not close, fmt
