@@ -304,8 +304,9 @@ def load_file(
 
 
 def signature_files(root: Path | None = None) -> Iterable[Path]:
+    """Every signature file: <category>/<id>.yaml (emitters/ holds the message catalogs)."""
     base = root or signatures_dir()
-    return sorted(p for p in base.rglob("*.yaml") if p.parent != base)
+    return sorted(p for p in base.rglob("*.yaml") if p.parent != base and p.relative_to(base).parts[0] != "emitters")
 
 
 def load_all(root: Path | None = None, validate: bool = True) -> tuple[list[Signature], list[Problem]]:
