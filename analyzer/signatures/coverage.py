@@ -78,7 +78,7 @@ def load_catalog(path: Path, rel: str, categories: Iterable[str], problems: list
         problems.append(Problem(rel, 1, "a catalog needs `emitter` and a `messages` list", "catalog"))
         return []
     items = node.value if isinstance(node, yaml.MappingNode) else []
-    msg_nodes = next((v.value for k, v in items if k.value == "messages"), [])
+    msg_nodes: list[yaml.Node] = next((v.value for k, v in items if k.value == "messages"), [])
     out: list[Message] = []
     seen: set[str] = set()
     for i, raw in enumerate(data["messages"]):
