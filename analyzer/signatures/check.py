@@ -10,8 +10,9 @@ from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Event, EventKind, Location
 from analyzer.paths import signatures_dir
 from analyzer.signatures import validators as v
-from analyzer.signatures.loader import Problem, Signature, load_file, load_taxonomy, signature_files
+from analyzer.signatures.loader import Problem, Signature, line_patterns, load_file, load_taxonomy, signature_files
 from analyzer.signatures.matcher import match_event
+from analyzer.signatures.taxonomy import problems as taxonomy_problems
 
 
 def test_events(sig: Signature, case: Any, scanner: Any) -> list[Event]:
@@ -57,12 +58,14 @@ def check_all(root: Path | None = None) -> tuple[list[Problem], int]:
         doc.signature = load_file(path, base, taxonomy, [], validate=False, parsed=doc.data)
         docs.append(doc)
     sigs = [d.signature for d in docs if d.signature is not None]
-    scanner = build_scanner(sigs)
+    scanner = build_scanner(line_patterns(sigs))
     ctx.run_tests = lambda sig: run_tests(sig, scanner)
     for doc in docs:
         for validator in v.VALIDATORS:
             problems.extend(validator(doc, ctx))
     problems.extend(v.validate_duplicates(docs))
+    taxonomy_file = (base / "taxonomy.yaml").relative_to(base.parent).as_posix()
+    problems.extend(Problem(taxonomy_file, None, p, v.TAXONOMY) for p in taxonomy_problems(root))
     xid = base / "xid.yaml"
     if xid.is_file():
         problems.extend(v.validate_xid_table(xid, xid.relative_to(base.parent).as_posix(), taxonomy))

@@ -31,7 +31,7 @@ import yaml
 from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Finding, Role
 from analyzer.paths import signatures_dir
-from analyzer.signatures.loader import Problem, Signature, load_all
+from analyzer.signatures.loader import Problem, Signature, line_patterns, load_all
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
 
@@ -157,7 +157,7 @@ def measure(root: Path | None = None) -> tuple[list[Result], list[Problem]]:
 
 
 def evaluate(msg: Message, sigs: list[Signature]) -> Result:
-    scanner = build_scanner(sigs)
+    scanner = build_scanner(line_patterns(sigs))
     per_line = []
     for text in msg.lines:
         events = events_from_text(text, scanner)

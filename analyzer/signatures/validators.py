@@ -29,6 +29,7 @@ TAXONOMY = "taxonomy"
 DETECTION = "detection"
 REGEX = "regex"
 SOURCE = "source"
+FIELDS = "fields"
 TESTS = "tests"
 DUPLICATE = "duplicate"
 XID = "xid"
@@ -193,6 +194,17 @@ def validate_source(doc: Doc, ctx: Context) -> Iterator[Problem]:
             yield _p(doc, SOURCE, f"source {item.get('project')!r}: a version is listed twice", *keys)
 
 
+def validate_fields(doc: Doc, ctx: Context) -> Iterator[Problem]:
+    """Selections only on fields that the event kinds the signature can match declare."""
+    if doc.signature is None:
+        return
+    from analyzer.signatures.fields import field_problems
+
+    for problem in field_problems([doc.signature]):
+        m = re.match(r"selection '([^']+)'", problem.message)
+        yield Problem(doc.rel, doc.line("detection", m.group(1)) if m else doc.line("detection"), problem.message, FIELDS)
+
+
 def validate_tests(doc: Doc, ctx: Context) -> Iterator[Problem]:
     tests = doc.data.get("tests")
     if not isinstance(tests, dict) or not tests.get("match") or not isinstance(tests.get("no_match"), list):
@@ -215,6 +227,7 @@ VALIDATORS: list[Validator] = [
     validate_detection,
     validate_regexes,
     validate_source,
+    validate_fields,
     validate_tests,
 ]
 

@@ -84,3 +84,14 @@ def test_the_shipped_database_and_xid_table_pass() -> None:
     problems, count = check_all()
     assert [str(p) for p in problems] == []
     assert count >= 200
+
+
+def test_fields_validator_names_the_selection_line(tmp_path: Path) -> None:
+    from analyzer.signatures.loader import load_file
+
+    text = GOOD.replace("  condition: sel", "  other:\n    no_such_field: x\n  condition: sel and not other")
+    doc = _doc(tmp_path, text)
+    doc.signature = load_file(doc.path, tmp_path, load_taxonomy(), [], validate=False, parsed=doc.data)
+    issues = list(v.validate_fields(doc, _ctx()))
+    assert [(p.code, p.line) for p in issues] == [(v.FIELDS, 11)]
+    assert "no_such_field" in issues[0].message
