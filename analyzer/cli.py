@@ -134,6 +134,7 @@ def signatures_list(category: str | None, fmt: str) -> None:
                         "confidence": s.confidence,
                         "title": s.title,
                         "file": s.file,
+                        "source": [{"project": x.project, "file": x.file, "versions": list(x.versions)} for x in s.sources],
                     }
                     for s in sigs
                 ],

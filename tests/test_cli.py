@@ -129,6 +129,7 @@ def test_signatures_commands() -> None:
     code, out, _ = run("signatures", "list", "--format", "json")
     sigs = json.loads(out)
     assert code == 0 and sigs
+    assert all(s["source"] and s["source"][0]["project"] and s["source"][0]["versions"] for s in sigs)
     code, out, _ = run("signatures", "show", sigs[0]["id"])
     assert code == 0 and f"id: {sigs[0]['id']}" in out
     code, _, err = run("signatures", "show", "no.such.signature")
@@ -136,6 +137,16 @@ def test_signatures_commands() -> None:
     code, out, err = run("signatures", "check")
     assert code == 0, out
     assert "0 problem(s)" in err
+
+
+def test_signatures_coverage_cli() -> None:
+    code, out, _ = run("signatures", "coverage", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["problems"] == []
+    assert data["emitters"]["nccl"]["counts"]["missed"] == 0 and data["totals"]["wrong"] == 0
+    assert {r["status"] for r in data["results"] if r["category"] == "none"} == {"benign"}
+    code, out, _ = run("signatures", "coverage", "--summary")
+    assert code == 0 and out.splitlines()[-1].startswith("total: ") and "    covered" not in out
 
 
 def test_signatures_check_reports_every_problem_with_file(tmp_path: Path) -> None:
