@@ -308,6 +308,8 @@ def validate_xid_table(path: Path, rel: str, taxonomy: dict[str, set[str]]) -> l
         sub = raw.get("subcategory")
         if sub is not None and cat is not None and str(cat) in taxonomy and str(sub) not in taxonomy[str(cat)]:
             issue(f"xid {number}: subcategory {sub!r} is not listed under {cat!r} in taxonomy.yaml", "xids", number)
+        if raw.get("role", "context") != "context":
+            issue(f"xid {number}: role may only be `context` (a corrected or harmless-alone event)", "xids", number)
         conf = raw.get("confidence")
         if conf is not None and (isinstance(conf, bool) or not isinstance(conf, int | float) or not 0 < conf <= 1):
             issue(f"xid {number}: confidence must be a number in (0, 1]", "xids", number)

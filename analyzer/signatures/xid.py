@@ -33,6 +33,7 @@ class XidInfo:
     confidence: float
     action: str
     nvidia_action: str | None = None
+    context_only: bool = False  # a corrected or harmless-alone event: evidence, never the root cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ def _info(number: int, raw: dict[str, Any]) -> XidInfo:
             confidence=float(raw["confidence"]),
             action=str(raw["action"]),
             nvidia_action=raw.get("nvidia_action"),
+            context_only=raw.get("role") == "context",
         )
     except KeyError as exc:
         raise XidTableError(f"xid {number}: missing key {exc}") from exc
@@ -156,7 +158,7 @@ def xid_findings(events: list[Event]) -> list[Finding]:
             via = f" (named by a follow-up Xid {e.fields['xid']})"
         if info.cause_class == "sympathetic":
             role, category, confidence = Role.SYMPTOM, Category.HARDWARE_XID, info.confidence
-        elif info.category is Category.UNKNOWN:
+        elif info.category is Category.UNKNOWN or info.context_only:
             role, category, confidence = Role.CONTEXT, Category.HARDWARE_XID, info.confidence
         else:
             role, category, confidence = Role.ROOT_CAUSE, info.category, info.confidence * (0.95 if via else 1.0)
