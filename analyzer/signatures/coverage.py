@@ -153,15 +153,16 @@ def measure(root: Path | None = None) -> tuple[list[Result], list[Problem]]:
     for path in catalog_files(base):
         rel = path.relative_to(base.parent).as_posix()
         messages.extend(load_catalog(path, rel, categories, problems))
-    return [evaluate(m, sigs) for m in messages], problems
+    xid_table = base / "xid.yaml" if (base / "xid.yaml").is_file() else None
+    return [evaluate(m, sigs, xid_table) for m in messages], problems
 
 
-def evaluate(msg: Message, sigs: list[Signature]) -> Result:
+def evaluate(msg: Message, sigs: list[Signature], xid_table: Path | None = None) -> Result:
     scanner = build_scanner(line_patterns(sigs))
     per_line = []
     for text in msg.lines:
         events = events_from_text(text, scanner)
-        per_line.append(find(sigs, events) + xid_findings(events))
+        per_line.append(find(sigs, events) + xid_findings(events, xid_table))
     status, note = _status(msg, per_line)
     ids = sorted({f.signature for fs in per_line for f in fs})
     return Result(msg, status, ids, note)

@@ -83,18 +83,19 @@ def _table(path: Path | None = None) -> tuple[dict[int, XidInfo], dict[int, dict
     return infos, actions
 
 
-def xid_info(number: int) -> XidInfo | None:
-    """What the table says about this Xid, or None for a number it does not list."""
-    return _table()[0].get(number)
+def xid_info(number: int, table: Path | None = None) -> XidInfo | None:
+    """What the table (the shipped xid.yaml, or `table`) says about this Xid, or None for a number
+    it does not list."""
+    return _table(table)[0].get(number)
 
 
 def all_xids() -> list[XidInfo]:
     return [info for _, info in sorted(_table()[0].items())]
 
 
-def classify_xid(number: int) -> XidInfo:
+def classify_xid(number: int, table: Path | None = None) -> XidInfo:
     """Like xid_info, but an unknown number gets a low-confidence `unknown` answer."""
-    info = xid_info(number)
+    info = xid_info(number, table)
     if info is not None:
         return info
     return XidInfo(
@@ -135,7 +136,7 @@ FAMILY = "xid"
 _PREVIOUS = re.compile(r"caused by previous Xid (\d+)", re.I)
 
 
-def xid_findings(events: list[Event]) -> list[Finding]:
+def xid_findings(events: list[Event], table: Path | None = None) -> list[Finding]:
     """The table-driven Xid family: one finding per NVRM Xid record, named `xid.<number>`.
 
     A hardware or firmware Xid is a root cause in hardware_xid; an application-class Xid
@@ -148,13 +149,13 @@ def xid_findings(events: list[Event]) -> list[Finding]:
         if e.kind is not EventKind.XID or not isinstance(e.fields.get("xid"), int):
             continue
         number = int(e.fields["xid"])
-        info = classify_xid(number)
+        info = classify_xid(number, table)
         text = str(e.fields.get("xid_message") or e.message)
         previous = _PREVIOUS.search(text)
         via = ""
         if info.cause_class == "sympathetic" and previous:
             number = int(previous.group(1))
-            info = classify_xid(number)
+            info = classify_xid(number, table)
             via = f" (named by a follow-up Xid {e.fields['xid']})"
         if info.cause_class == "sympathetic":
             role, category, confidence = Role.SYMPTOM, Category.HARDWARE_XID, info.confidence
