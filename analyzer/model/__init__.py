@@ -143,7 +143,7 @@ class Fields(dict[str, Any]):
     def _read_only(self, *args: object, **kwargs: object) -> None:
         raise TypeError("event fields are read-only once the event is made")
 
-    __setitem__ = __delitem__ = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _read_only
     update = setdefault = pop = popitem = clear = _read_only  # type: ignore[assignment]
     __ior__ = _read_only  # type: ignore[assignment]
 
