@@ -11,7 +11,15 @@ import pytest
 from analyzer.parse.registry import LINE_PARSERS
 from analyzer.paths import report_schema_path
 
-from .golden import PARSE_INPUTS, REPORT_FORMATS, cases, examples, schema_with_taxonomy_enums
+from .golden import (
+    PARSE_INPUTS,
+    REPO,
+    REPORT_FORMATS,
+    cases,
+    examples,
+    model_with_taxonomy_categories,
+    schema_with_taxonomy_enums,
+)
 
 CASES = cases()
 
@@ -31,3 +39,7 @@ def test_every_parser_and_format_has_golden_outputs() -> None:
 
 def test_report_schema_enums_are_generated_from_the_taxonomy() -> None:
     assert report_schema_path().read_text(encoding="utf-8") == schema_with_taxonomy_enums()
+
+
+def test_model_categories_are_generated_from_the_taxonomy() -> None:
+    assert (REPO / "analyzer" / "model" / "__init__.py").read_text(encoding="utf-8") == model_with_taxonomy_categories()

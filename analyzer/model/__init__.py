@@ -11,6 +11,10 @@ from typing import Any
 
 
 class Category(StrEnum):
+    """The categories of signatures/taxonomy.yaml, in its order (written by
+    `python -m tests.golden --update`; a test holds it to the taxonomy)."""
+
+    # BEGIN taxonomy categories
     SHM = "shm"
     P2P = "p2p"
     OOM_CASCADE = "oom_cascade"
@@ -22,6 +26,7 @@ class Category(StrEnum):
     USER_CODE = "user_code"
     SCHEDULER = "scheduler"
     UNKNOWN = "unknown"
+    # END taxonomy categories
 
 
 MAIN_CATEGORIES = (

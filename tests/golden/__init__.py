@@ -1,8 +1,10 @@
 """Golden outputs: what every parser makes of its reference inputs, and every report format of
 the bundled examples, kept as files under tests/golden/ and reviewed in diffs.
 
-`python -m tests.golden --update` regenerates them all (and the report schema's category enums
-from signatures/taxonomy.yaml); tests/test_golden.py compares. Inputs are repository files
+`python -m tests.golden --update` regenerates them all, and writes the categories of
+signatures/taxonomy.yaml into the report schema's enums and the model's `Category` (so adding a
+category is the taxonomy, its signatures and cases, and this command); tests/test_golden.py
+compares. Inputs are repository files
 only (fixtures with their provenance, corpus cases, examples).
 """
 
@@ -97,3 +99,24 @@ def schema_with_taxonomy_enums() -> str:
 
     fix(schema)
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+def model_with_taxonomy_categories() -> str:
+    """analyzer/model/__init__.py with the members of `Category` written from the taxonomy."""
+    import re
+
+    from analyzer.signatures.taxonomy import categories
+
+    path = REPO / "analyzer" / "model" / "__init__.py"
+    text = path.read_text(encoding="utf-8")
+    members = "".join(f'    {c.upper()} = "{c}"\n' for c in categories())
+    out, n = re.subn(
+        r"(    # BEGIN taxonomy categories\n).*?(    # END taxonomy categories\n)",
+        lambda m: m.group(1) + members + m.group(2),
+        text,
+        count=1,
+        flags=re.S,
+    )
+    if n != 1:
+        raise ValueError(f"{path}: the `# BEGIN/END taxonomy categories` markers of Category are missing")
+    return out

@@ -6,7 +6,7 @@ import os
 import sys
 import tempfile
 
-from tests.golden import REPO, cases, schema_with_taxonomy_enums
+from tests.golden import REPO, cases, model_with_taxonomy_categories, schema_with_taxonomy_enums
 
 
 def main(argv: list[str]) -> int:
@@ -20,6 +20,12 @@ def main(argv: list[str]) -> int:
         stale.append(report_schema_path())
         if update:
             report_schema_path().write_text(schema, encoding="utf-8")
+    model = REPO / "analyzer" / "model" / "__init__.py"
+    text = model_with_taxonomy_categories()
+    if model.read_text(encoding="utf-8") != text:
+        stale.append(model)
+        if update:
+            model.write_text(text, encoding="utf-8")
     for _name, path, make in cases():
         text = make()
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
