@@ -198,6 +198,7 @@ class Finding:
     summary: str
     event: Event
     remediation: tuple[str, ...] = ()
+    scope: Scope = Scope.LINE  # what the finding is about: its line, its rank, its host, the job
 
 
 class SourceStatus(StrEnum):
