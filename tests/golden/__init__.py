@@ -17,8 +17,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
 
-# (parser name for `postmortem parse`, input file relative to the repository)
-PARSE_INPUTS: tuple[tuple[str, str], ...] = (
+# (parser name for `postmortem parse`, input file relative to the repository): every fixture
+# under tests/fixtures/parse/<stem>/ (its .source files are provenance notes), and these
+OTHER_PARSE_INPUTS: tuple[tuple[str, str], ...] = (
     ("python_traceback", "tests/fixtures/external/satyr/python_stacktraces/python-01"),
     ("python_traceback", "tests/fixtures/external/satyr/python_stacktraces/python-03"),
     ("python_traceback", "examples/shm-bus-error/train.log"),
@@ -26,18 +27,21 @@ PARSE_INPUTS: tuple[tuple[str, str], ...] = (
     ("faulthandler", "corpora/lab/lab-hang-002/console.log"),
     ("torchelastic", "examples/oom-cascade/train.log"),
     ("torchelastic", "corpora/lab/lab-hang-003/logs/job_f30qgj6r/attempt_0/0/error.json"),
-    ("nccl", "tests/fixtures/parse/nccl/init.log"),
-    ("nccl", "tests/fixtures/parse/nccl/warn.log"),
-    ("nccl", "tests/fixtures/parse/nccl/watchdog.log"),
-    ("dmesg", "tests/fixtures/parse/dmesg/aer.log"),
-    ("dmesg", "tests/fixtures/parse/dmesg/oom_global.log"),
-    ("dmesg", "tests/fixtures/parse/dmesg/oom_memcg.log"),
-    ("dmesg", "tests/fixtures/parse/dmesg/xid.log"),
     ("dmesg", "examples/xid-fallen-off-bus/dmesg.log"),
     ("dmesg", "tests/fixtures/external/satyr/kerneloopses/rhbz-827868"),
     ("gdb_backtrace", "tests/fixtures/external/satyr/gdb_stacktraces/rhbz-803600"),
     ("gdb_backtrace", "tests/fixtures/external/satyr/gdb_stacktraces/no-thread-header"),
 )
+
+
+def _fixture_inputs() -> list[tuple[str, str]]:
+    base = REPO / "tests" / "fixtures" / "parse"
+    return [
+        (p.parent.name, p.relative_to(REPO).as_posix()) for p in sorted(base.glob("*/*")) if p.is_file() and p.suffix != ".source"
+    ]
+
+
+PARSE_INPUTS: tuple[tuple[str, str], ...] = (*_fixture_inputs(), *OTHER_PARSE_INPUTS)
 
 REPORT_FORMATS = {"text": "txt", "json": "json", "markdown": "md", "html": "html"}
 
