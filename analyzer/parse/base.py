@@ -5,7 +5,8 @@ A parser module `analyzer/parse/<stem>.py` (grammar `grammars/<stem>.lark`) ends
 parse auto`), its `triggers` (the line patterns that make a region worth its attention; the
 scan stage compiles them, together with the signatures' patterns, into one multi-pattern
 pass), `parse(region) -> list[Event]`, and `dump(text, file)`: the whole text as JSON-ready data
-for `postmortem parse`. A region is the line that matched plus, for block triggers, the lines
+for `postmortem parse`. A parser whose files are read as a whole (a torchelastic error.json, a
+saved gdb backtrace) also has `whole_file(text, file, rank, host) -> (events, problem)`. A region is the line that matched plus, for block triggers, the lines
 that follow it (a whole traceback, a whole OOM-killer report). `parse/registry.py` lists the
 stems in order of precedence.
 """
@@ -74,6 +75,13 @@ class Parser(Protocol):
 
     def dump(self, text: str, file: str) -> dict[str, Any]: ...
 
+    @property
+    def whole_file(self) -> WholeFile | None: ...
+
+
+# a whole file's text, its path, rank and host -> its events, and what was wrong with it (or None)
+WholeFile = Callable[[str, str, int | None, str | None], tuple[list[Event], str | None]]
+
 
 @dataclass(frozen=True, slots=True)
 class GrammarParser:
@@ -84,6 +92,7 @@ class GrammarParser:
     triggers: tuple[Trigger, ...]
     parse_fn: Callable[[Region], list[Event]]
     dump_fn: Callable[[str, str], dict[str, Any]] | None = None
+    whole_file: WholeFile | None = None
 
     def parse(self, region: Region) -> list[Event]:
         return self.parse_fn(region)

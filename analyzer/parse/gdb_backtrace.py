@@ -309,6 +309,29 @@ def parse_region(region: Region) -> list[Event]:
     ]
 
 
+def parse_file(text: str, file: str, rank: int | None, host: str | None) -> tuple[list[Event], str | None]:
+    """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`): one
+    BACKTRACE event with what the text says about the fault."""
+    from analyzer.parse.gdb_event import backtrace_event, fault_from_text
+
+    lines = text.count("\n") + 1
+    try:
+        bt = parse_text(text)
+    except Exception as exc:
+        return [], f"backtrace not understood: {exc}"
+    ev = backtrace_event(bt, Location(file, 1), text.split("\n", 1)[0], rank, host, end_line=lines)
+    fault = fault_from_text(text)
+    ev = replace(ev, fields={**ev.fields, **fault})
+    if fault.get("fault_mapping"):
+        ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
+    return [ev], None
+
+
 PARSER = GrammarParser(
-    "gdb_backtrace", (SourceKind.GDB_BACKTRACE,), tuple(TRIGGERS), parse_region, lambda text, file: to_dict(parse_text(text))
+    "gdb_backtrace",
+    (SourceKind.GDB_BACKTRACE,),
+    tuple(TRIGGERS),
+    parse_region,
+    lambda text, file: to_dict(parse_text(text)),
+    whole_file=parse_file,
 )
