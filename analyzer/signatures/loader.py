@@ -68,6 +68,11 @@ class Signature:
     line_patterns: tuple[tuple[str, bool], ...]  # (regex, ignore_case) for the scan stage
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def standalone(self) -> bool:
+        """A symptom that may decide the verdict when no root-cause signature fired."""
+        return bool(self.extra.get("standalone"))
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
