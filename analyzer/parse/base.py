@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from analyzer.model import Event, EventKind, Location, SourceKind
+from analyzer.model.serialize import event_data
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +114,3 @@ def region_events(parser: Parser, text: str, file: str) -> list[Event]:
     for hit in result.hits:
         events.extend(parser.parse(Region(file, hit.line_no, tuple(hit.lines), parser.stem)))
     return events
-
-
-def event_data(e: Event) -> dict[str, Any]:
-    """An event as JSON-ready data (`postmortem parse`): where, who, when, and its fields."""
-    d: dict[str, Any] = {
-        "kind": str(e.kind),
-        "line": e.loc.line,
-        "time": e.time_text,
-        "host": e.host,
-        "rank": e.rank,
-        "pid": e.pid,
-        "message": e.message,
-    }
-    for k, v in e.fields.items():
-        if k not in d and isinstance(v, str | int | float | bool | list | dict | type(None)):
-            d[k] = v
-    return d

@@ -18,6 +18,7 @@ from lark.exceptions import LarkError
 
 from analyzer.model import Backtrace, Event, Frame, Location, SourceKind, Thread
 from analyzer.model.native import signal_name
+from analyzer.model.serialize import backtrace_data
 from analyzer.parse._lark import load_parser
 from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.gdb_crash_thread import SIGNAL_HANDLER, find_crash_thread
@@ -261,28 +262,7 @@ def parse_text(text: str) -> Backtrace:
 
 def to_dict(bt: Backtrace) -> dict[str, Any]:
     """The JSON shape of a backtrace (stable keys)."""
-    return {
-        "signal": bt.signal,
-        "threads": [
-            {
-                "number": t.number,
-                "lwp": t.lwp,
-                "frames": [
-                    {
-                        "index": f.index,
-                        "address": f.address,
-                        "function": f.function,
-                        "file": f.file,
-                        "line": f.line,
-                        "library": f.library,
-                    }
-                    for f in t.frames
-                ],
-            }
-            for t in bt.threads
-        ],
-        "crash_thread": bt.crash_thread,
-    }
+    return backtrace_data(bt)
 
 
 def parse_region(region: Region) -> list[Event]:
