@@ -66,7 +66,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     ingested = ingest(sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout)
     job = correlate(normalize(ingested.events))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
-    standalone = {s.id for s in sigs if s.extra.get("standalone")}
+    standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     several = several_jobs(ingested.sources, job.events)
     warnings = ingested.warnings + job.notes + ([several] if several else [])
@@ -88,5 +88,5 @@ def analyze(
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
     decision = combine(a.rule, a.findings, chosen, structured, tokens)
-    report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, opts.max_evidence)
+    report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)
     return redact(report) if opts.redact else report

@@ -215,7 +215,7 @@ def cross_validate(root: Path, k: int = 5) -> EvalResult:
     result = EvalResult()
     samples = load_samples(root, result.errors)
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
-        rank, _host = first_rank(d)
+        rank, _host = first_rank(d, s.single_process)
         result.results.append(
             CaseResult(
                 s.case,

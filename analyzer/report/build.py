@@ -26,6 +26,7 @@ from analyzer.model import (
     FirstFailure,
     Report,
     Role,
+    Scope,
     SourceInfo,
     SourceStatus,
     Verdict,
@@ -54,6 +55,7 @@ def build_report(
     findings: list[Finding],
     warnings: Sequence[str],
     decision: Decision,
+    single_process: bool,
     max_evidence: int = 40,
 ) -> Report:
     """The report of one analysis, unredacted (redaction is the pipeline's last stage)."""
@@ -61,9 +63,11 @@ def build_report(
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
-        rank, host = first_rank(decision)
+        rank, host = first_rank(decision, single_process)
         pci, gpu_index = gpu_of([root.event, *(f.event for f in decision.root_findings)], events)
-        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line, pci, gpu_index)
+        named, _ = first_rank(decision, False)
+        note = ONE_PROCESS if rank is not None and named is None else None
+        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line, pci, gpu_index, note)
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
         title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
@@ -105,10 +109,13 @@ def build_report(
     return report
 
 
-def first_rank(decision: Decision) -> tuple[int | None, str | None]:
+ONE_PROCESS = "the job was one process: no line names a rank"
+
+
+def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, str | None]:
     """The first failing rank and host of a decision: the root event's, else one that another
-    line of the same cause names (the launcher's view of the death), else none: no rank is
-    invented for a job whose lines name none."""
+    line of the same cause names (the launcher's view of the death), else 0 for a job that was
+    one process (the report then says so in `first_failure.rank_note`)."""
     root = decision.root
     if root is None:
         return None, None
@@ -121,6 +128,8 @@ def first_rank(decision: Decision) -> tuple[int | None, str | None]:
         named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
         if named is not None:
             rank, host = named.rank, host or named.host
+    if rank is None and single_process:
+        rank = 0
     return rank, host
 
 
@@ -150,11 +159,19 @@ def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes
 
 
 def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list[EvidenceItem]:
+    """The evidence rows: every root-cause finding, then context and symptoms, at most three
+    rows per signature and, by the signature's scope, one per rank, per host or per job."""
     root_ids = {id(f) for f in roots}
     chosen: list[tuple[int, Finding]] = []
     per_sig: dict[str, int] = {}
+    places: set[tuple[str, object]] = set()
     for f in findings:
         role = Role.ROOT_CAUSE if id(f) in root_ids else (Role.CONTEXT if f.role is Role.CONTEXT else Role.SYMPTOM)
+        if role is not Role.ROOT_CAUSE and f.scope is not Scope.LINE:
+            place = (f.signature, _place(f))
+            if place in places:
+                continue  # the same claim about the same rank, host or job
+            places.add(place)
         per_sig[f.signature] = per_sig.get(f.signature, 0) + 1
         if role is not Role.ROOT_CAUSE and per_sig[f.signature] > 3:
             continue
@@ -166,6 +183,16 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list
         e = f.event
         out.append(EvidenceItem(e.loc.file, e.loc.line, e.text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
     return out
+
+
+def _place(f: Finding) -> object:
+    """What a finding of rank, host or job scope is about."""
+    e = f.event
+    if f.scope is Scope.JOB:
+        return "job"
+    if f.scope is Scope.HOST:
+        return e.host or e.loc.file
+    return (e.host, e.rank) if e.rank is not None else (e.host, e.loc.file)
 
 
 def _missing(sources: Sequence[SourceInfo], events: list[Event], findings: list[Finding], category: Category) -> list[str]:

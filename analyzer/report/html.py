@@ -209,7 +209,7 @@ def render_html(report: Report) -> str:
         approx = ff.time is None and placed is not None and placed.approx
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
         out.append(
-            f"<p>First failure: {_h(layout.first_who(ff.rank, ff.host))}, {escape(stamp)}"
+            f"<p>First failure: {_h(layout.first_who(ff.rank, ff.host, ff.rank_note))}, {escape(stamp)}"
             + (" (placed by the lines around it)" if approx else "")
             + (f", <code>{_n(layout.where(ff.file, ff.line))}</code>" if ff.file else "")
             + "</p>"

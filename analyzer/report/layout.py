@@ -44,11 +44,12 @@ def who(rank: int | None, host: str | None) -> str:
     return " ".join(parts) or "-"
 
 
-def first_who(rank: int | None, host: str | None) -> str:
-    """The first failure's process: `rank 3 on node7`, or that the logs name no rank."""
+def first_who(rank: int | None, host: str | None, note: str | None = None) -> str:
+    """The first failure's process: `rank 3 on node7`, `rank 0 (the job was one process: ...)`,
+    or that the logs name no rank."""
     if rank is None:
         return (f"{host}, " if host else "") + "no rank named in the logs"
-    return who(rank, host)
+    return who(rank, host) + (f" ({note})" if note else "")
 
 
 def gpu(pci_bus_id: str | None, gpu_index: int | None) -> str | None:

@@ -38,7 +38,7 @@ def render_markdown(report: Report) -> str:
     approx = ff.time is None and placed is not None and placed.approx
     rows = [
         ("Run dir", md_cell(md_name(report.run_dir))),
-        ("First failure", md_text(layout.first_who(ff.rank, ff.host))),
+        ("First failure", md_text(layout.first_who(ff.rank, ff.host, ff.rank_note))),
         ("When", md_text(layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx))),
         ("Where", md_cell(md_name(layout.where(ff.file, ff.line))) if ff.file else "unknown"),
         ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),

@@ -105,7 +105,9 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
     if ff.file or ff.rank is not None or ff.host:
         approx = ff.time is None and placed is not None and placed.approx
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
-        first = f"{layout.first_who(ff.rank, ff.host)}, {stamp}" + (" (placed by the lines around it)" if approx else "")
+        first = f"{layout.first_who(ff.rank, ff.host, ff.rank_note)}, {stamp}" + (
+            " (placed by the lines around it)" if approx else ""
+        )
         parts.append(_hang("First failure  ", first))
         card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
         if card:

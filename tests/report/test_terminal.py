@@ -121,3 +121,11 @@ def test_cli_verbose_and_width() -> None:
     assert result.exit_code == 0
     assert max(len(line) for line in result.stdout.splitlines()) == 90
     assert "Explanation" in result.stdout
+
+
+def test_a_rank_no_line_names_is_said_to_be_inferred(cascade64: Report) -> None:
+    report = analyze(REPO / "examples" / "shm-bus-error")  # one process, no rank in any line
+    ff = report.verdict.first_failure
+    assert (ff.rank, ff.rank_note) == (0, "the job was one process: no line names a rank")
+    assert "rank 0 (the job was one process: no line names a rank)" in render(report, "text", width=100)
+    assert cascade64.verdict.first_failure.rank_note is None  # rank 27 is named by its lines
