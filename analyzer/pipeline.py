@@ -3,7 +3,6 @@ signatures -> classify -> report object."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from analyzer.model import (
     Verdict,
 )
 from analyzer.redact import redact
+from analyzer.report.fingerprint import fingerprint
 from analyzer.signatures.loader import Signature, category_titles, database
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
@@ -53,13 +53,6 @@ class Options:
 def normalize_text(text: str) -> str:
     """The words of a line with numbers, hex, paths and source files masked (as the classifier sees them)."""
     return " ".join(normalize_words(text))[:200]
-
-
-def fingerprint(category: str, subcategory: str | None, findings: list[Finding]) -> str:
-    sigs = sorted({f.signature for f in findings})
-    texts = sorted({normalize_text(f.event.message) for f in findings})[:3]
-    raw = "|".join([category, subcategory or "", *sigs, *texts])
-    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
@@ -136,7 +129,8 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
         else:  # the classifier's call from the whole picture, with no line that names the cause
             title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
         explanation = "; ".join(decision.notes) or "no signature explains this failure"
-    fp = fingerprint(decision.category.value, decision.subcategory, decision.root_findings[:5])
+    hosts = {e.host for e in events if e.host} | {s.host for s in a.sources if s.host}
+    fp = fingerprint(decision.category.value, decision.subcategory, decision.root, hosts)
     verdict = Verdict(
         category=decision.category,
         subcategory=decision.subcategory,
