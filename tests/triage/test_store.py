@@ -1,0 +1,105 @@
+"""The history database: migrations, one row per job, SQLite and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sqlalchemy", reason="the history needs the triage extra (sqlalchemy, alembic)")
+
+from sqlalchemy import create_engine, inspect, text  # noqa: E402
+
+from analyzer.triage.history import history  # noqa: E402
+from analyzer.triage.run import triage  # noqa: E402
+from analyzer.triage.store import Store, upgrade  # noqa: E402
+from analyzer.triage.tables import metadata  # noqa: E402
+
+from ..conftest import REPO  # noqa: E402
+
+CASES = ["corpora/lab/lab-shm-001", "corpora/lab/lab-oom-cascade-001", "corpora/real/real-p2p-001"]
+PG_ENV = "POSTMORTEM_TEST_POSTGRES_URL"
+
+
+@pytest.fixture
+def jobs(tmp_path: Path) -> list[str]:
+    out = []
+    for c in CASES:
+        dest = tmp_path / "runs" / Path(c).name
+        shutil.copytree(REPO / c, dest, ignore=shutil.ignore_patterns("case.yaml"))
+        out.append(str(dest))
+    return out
+
+
+def _twice(url: str, jobs: list[str]) -> Store:
+    store = Store(url)
+    first = triage(jobs, jobs=1, store=store)
+    (Path(jobs[0]) / "extra.log").write_text("step 1 loss 2.0\n")  # a changed job is analyzed again
+    second = triage(jobs, jobs=1, store=store)
+    assert (first.analyzed, first.reused) == (3, 0)
+    assert (second.analyzed, second.reused) == (1, 2)
+    return store
+
+
+def test_sqlite_two_triages_one_row_per_job(tmp_path: Path, jobs: list[str]) -> None:
+    store = _twice(f"sqlite:///{tmp_path / 'h.sqlite'}", jobs)
+    assert store.count() == 3
+    data = history(store)
+    assert sum(f["count"] for f in data["fingerprints"]) == 3
+    assert {f["category"] for f in data["fingerprints"]} == {"shm", "oom_cascade", "p2p"}
+    store.close()
+
+
+def test_migrations_create_what_the_tables_declare(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.sqlite'}")
+    upgrade(engine)
+    with engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), metadata) == []
+
+
+def test_a_database_from_the_first_schema_opens_and_keeps_its_rows(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    engine = create_engine(url)
+    upgrade(engine, "0001")  # the schema as the first version made it
+    record = {"job": "/runs/j1", "category": "shm", "subcategory": None, "confidence": 0.9, "fingerprint": "0123456789abcdef"}
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO jobs (job, state, category, confidence, fingerprint, title, record, first_seen, last_seen) "
+                "VALUES ('/runs/j1', 's', 'shm', 0.9, '0123456789abcdef', 't', :r, '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            ),
+            {"r": json.dumps({**record, "title": "t", "hosts": []})},
+        )
+    assert "job_hosts" not in inspect(engine).get_table_names()
+    store = Store(url)  # upgrades to the newest schema
+    assert "job_hosts" in inspect(store.engine).get_table_names()
+    assert [r.job for r in store.rows()] == ["/runs/j1"]
+    store.close()
+
+
+def _postgres_url() -> str:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        pytest.skip(f"no PostgreSQL server: .ci/run starts one on loopback and sets {PG_ENV}; set it to run this test")
+    pytest.importorskip("psycopg", reason="PostgreSQL needs the postgres extra (psycopg)")
+    return url
+
+
+def test_postgresql_two_triages_one_row_per_job(jobs: list[str]) -> None:
+    url = _postgres_url()
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    with engine.begin() as conn:  # a clean schema for this test
+        conn.execute(text("DROP TABLE IF EXISTS job_hosts, jobs, alembic_version CASCADE"))
+    engine.dispose()
+    store = _twice(url, jobs)
+    assert store.count() == 3
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT count(DISTINCT job) FROM jobs")).scalar() == 3
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+    store.close()
