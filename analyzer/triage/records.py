@@ -13,6 +13,9 @@ _BUS = (
 )
 
 
+NOT_HOSTS = {"localhost", "127.0.0.1", "::1"}
+
+
 def bus_ids(text: str) -> list[str]:
     out = []
     for rx in _BUS:
@@ -30,11 +33,10 @@ def record(job: str, report: dict[str, Any], failing_lines: list[str] | None = N
     v = report["verdict"]
     hosts: set[str] = set()
     ff = v["first_failure"]
-    if ff.get("host"):
-        hosts.add(ff["host"])
-    for row in report.get("evidence", []) + report.get("timeline", []) + report.get("cascade", []):
-        if row.get("host"):
-            hosts.add(row["host"])
+    for row in [ff, *report.get("evidence", []), *report.get("timeline", []), *report.get("cascade", [])]:
+        for host in (row.get("host") or "").split(","):  # a cascade row may name several
+            if host.strip() and host.strip() not in NOT_HOSTS:
+                hosts.add(host.strip())
     gpus: dict[str, list[str]] = {}
     for e in report.get("evidence", []):
         if e.get("role") == "root_cause":

@@ -73,7 +73,7 @@ def _pool_map(todo: Sequence[tuple[str, str]], jobs: int) -> Iterator[dict[str, 
 def _dask_map(todo: Sequence[tuple[str, str]], address: str) -> Iterator[dict[str, Any]]:
     from distributed import Client, as_completed
 
-    with Client(address, timeout="30s", set_as_default=False) as client:
+    with Client(address, timeout="30s") as client:
         futures = [client.submit(analyze_job, job, state, pure=False) for job, state in todo]
         try:
             for fut in as_completed(futures):
