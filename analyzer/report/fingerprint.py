@@ -44,7 +44,9 @@ MAX_WORDS = 40
 
 _VOLATILE = (
     re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),  # UUID
-    re.compile(r"\b(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?\b"),  # PCI bus id
+    re.compile(
+        r"\b(?:[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?|[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b"
+    ),  # PCI bus id
     re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"),  # IPv4[:port]
     re.compile(
         r"\b[0-9a-fA-F]*\d[0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*\b|\b[0-9a-fA-F]*[a-fA-F][0-9a-fA-F]*\d[0-9a-fA-F]*\b"
@@ -57,7 +59,7 @@ def mask_line(text: str, hosts: Iterable[str] = ()) -> str:
     for host in sorted({h for h in hosts if h and len(h) > 1}, key=len, reverse=True):
         text = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", " HOST ", text)
     for rx in _VOLATILE:
-        text = rx.sub(" ID ", text)
+        text = rx.sub(" 0 ", text)  # masked like any number
     return " ".join(normalize_words(text)[:MAX_WORDS])
 
 
