@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +95,19 @@ def analyze_job(job: str, state: str | None = None) -> dict[str, Any]:
     if report["verdict"]["category"] == "unknown":
         out["failing_lines"] = failing_lines(path, report)
     return out
+
+
+def analyze_jobs(todo: Sequence[tuple[str, str | None]]) -> list[dict[str, Any]]:
+    """A few jobs in one task (fewer round trips to the pool or the cluster)."""
+    return [analyze_job(job, state) for job, state in todo]
+
+
+def warm_up() -> None:
+    """Load the signature database and the compiled scanner (through `analyze()` on an empty
+    dir), so that worker processes forked after this start with them."""
+    import tempfile
+
+    from analyzer.pipeline import analyze
+
+    with tempfile.TemporaryDirectory(prefix="postmortem-warm-") as tmp:
+        analyze(Path(tmp))

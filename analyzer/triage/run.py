@@ -4,6 +4,7 @@ instead of being analyzed again."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -13,12 +14,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from analyzer.triage.job import analyze_job, job_state
+from analyzer.triage.job import analyze_job, analyze_jobs, job_state, warm_up
 from analyzer.triage.records import record
 from analyzer.triage.store import Store
 from analyzer.triage.templates import mine, template_fingerprint
 
 Progress = Callable[[int, int, str], None]
+MAX_CHUNK = 8
 
 
 @dataclass
@@ -48,22 +50,29 @@ def _quiet_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
+def _chunks(todo: Sequence[tuple[str, str]], workers: int) -> list[list[tuple[str, str]]]:
+    """Tasks of a few jobs each: fewer round trips, still several tasks per worker."""
+    size = max(1, min(MAX_CHUNK, len(todo) // (workers * 4)))
+    return [list(todo[i : i + size]) for i in range(0, len(todo), size)]
+
+
 def _pool_map(todo: Sequence[tuple[str, str]], jobs: int) -> Iterator[dict[str, Any]]:
     if jobs <= 1 or len(todo) <= 1:
         for job, state in todo:
             yield analyze_job(job, state)
         return
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_quiet_worker)
-    pending: set[Future[dict[str, Any]]] = set()
-    queue = list(todo)
+    warm_up()  # forked workers inherit the loaded signatures
+    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_quiet_worker, mp_context=context)
+    pending: set[Future[list[dict[str, Any]]]] = set()
+    queue = _chunks(todo, jobs)
     try:
         while queue or pending:
             while queue and len(pending) < 2 * jobs:  # a short queue: Ctrl-C stops soon
-                job, state = queue.pop(0)
-                pending.add(pool.submit(analyze_job, job, state))
+                pending.add(pool.submit(analyze_jobs, queue.pop(0)))
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
-                yield fut.result()
+                yield from fut.result()
     finally:
         for fut in pending:
             fut.cancel()
@@ -74,10 +83,11 @@ def _dask_map(todo: Sequence[tuple[str, str]], address: str) -> Iterator[dict[st
     from distributed import Client, as_completed
 
     with Client(address, timeout="30s") as client:
-        futures = [client.submit(analyze_job, job, state, pure=False) for job, state in todo]
+        workers = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
+        futures = [client.submit(analyze_jobs, chunk, pure=False) for chunk in _chunks(todo, workers)]
         try:
             for fut in as_completed(futures):
-                yield fut.result()
+                yield from fut.result()
         finally:
             client.cancel([f for f in futures if not f.done()])
 
