@@ -50,6 +50,7 @@ def build(batch: Batch, cutoff: datetime | None = None) -> dict[str, Any]:
     jobs = [
         {
             **{k: _plain(row[k]) for k in JOB_COLUMNS},
+            "gpus": sorted({b for per in row["gpus"].values() for b in per}),
             "first_seen": _iso(_ts(row["first_seen"])),
             "last_seen": _iso(_ts(row["last_seen"])),
         }

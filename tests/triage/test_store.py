@@ -103,3 +103,37 @@ def test_postgresql_two_triages_one_row_per_job(jobs: list[str]) -> None:
         assert conn.execute(text("SELECT count(DISTINCT job) FROM jobs")).scalar() == 3
         assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
     store.close()
+
+
+def test_new_since_and_history_command(tmp_path: Path, jobs: list[str]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from click.testing import CliRunner
+
+    from analyzer.cli import main
+    from analyzer.triage.summary import build
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    store = Store(url)
+    triage(jobs[:2], jobs=1, store=store)
+    with store.engine.begin() as conn:  # as if the first two had been seen a month ago
+        conn.execute(text("UPDATE jobs SET first_seen = :t"), {"t": datetime.now(UTC) - timedelta(days=30)})
+    now = datetime.now(UTC)
+    batch = triage(jobs, jobs=1, store=store, now=now)
+    result = build(batch, cutoff=now - timedelta(days=7))
+    new = {g["category"]: g["new"] for g in result["groups"]}
+    assert new == {"shm": False, "oom_cascade": False, "p2p": True}
+    assert build(batch, cutoff=now - timedelta(days=60))["groups"][0]["new"] is True
+    store.close()
+
+    out = CliRunner().invoke(main, ["history", "--db", url, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert sorted(f["category"] for f in data["fingerprints"]) == ["oom_cascade", "p2p", "shm"]
+    assert all(f["count"] == 1 and len(f["jobs"]) == 1 for f in data["fingerprints"])
+    hosts = [n["host"] for n in data["nodes"]]
+    if hosts:
+        one = CliRunner().invoke(main, ["history", "--db", url, "--host", hosts[0], "--format", "json"])
+        assert [n["host"] for n in json.loads(one.stdout)["nodes"]] == [hosts[0]]
+    table = CliRunner().invoke(main, ["history", "--db", url])
+    assert table.exit_code == 0 and "Per fingerprint" in table.output and "p2p" in table.output

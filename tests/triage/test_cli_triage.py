@@ -1,0 +1,69 @@
+"""`postmortem triage` options and formats on a few run dirs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pd = pytest.importorskip("pandas", reason="triage needs the triage extra")
+
+from click.testing import CliRunner  # noqa: E402
+
+from analyzer.cli import main  # noqa: E402
+
+from ..conftest import REPO  # noqa: E402
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> list[str]:
+    out = []
+    for case in ("lab-shm-001", "lab-oom-cascade-004", "lab-hang-001"):
+        dest = tmp_path / "runs" / case
+        shutil.copytree(REPO / "corpora" / "lab" / case, dest, ignore=shutil.ignore_patterns("case.yaml"))
+        out.append(str(dest))
+    return out
+
+
+def _triage(*args: str) -> tuple[int, str, str]:
+    r = CliRunner().invoke(main, ["triage", "--no-db", "--jobs", "1", *args])
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_formats_render_one_result(runs: list[str], tmp_path: Path) -> None:
+    code, out, _ = _triage(*runs, "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    code, out, _ = _triage(*runs, "--format", "csv")
+    csv = pd.read_csv(__import__("io").StringIO(out))
+    assert list(csv["job"]) == [j["job"] for j in data["jobs"]] and list(csv["category"]) == [j["category"] for j in data["jobs"]]
+    code, _, err = _triage(*runs, "--format", "parquet")
+    assert code == 2 and "-o" in err
+    code, _, _ = _triage(*runs, "--format", "parquet", "-o", str(tmp_path / "jobs.parquet"))
+    table = pd.read_parquet(tmp_path / "jobs.parquet")
+    assert code == 0 and list(table["fingerprint"]) == [j["fingerprint"] for j in data["jobs"]]
+    code, out, _ = _triage(*runs, "--format", "markdown")
+    assert code == 0 and "## Groups" in out and all(f"`{g['group']}`" in out for g in data["groups"])
+    code, out, _ = _triage(*runs)
+    assert code == 0 and "Per category" in out and "oom_cascade" in out
+    assert "labnode1" in {n["host"] for n in data["nodes"]}
+
+
+def test_from_file_progress_and_failed(runs: list[str], tmp_path: Path) -> None:
+    listing = tmp_path / "list.txt"
+    listing.write_text("# weekend\n" + "\n".join(runs[1:]) + f"\n{tmp_path / 'gone'}\n")
+    code, out, err = _triage(runs[0], "--from-file", str(listing), "--progress", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and len(data["jobs"]) == 3 and [f["job"] for f in data["failed"]] == [str(tmp_path / "gone")]
+    assert "analyzed 3, from history 0, failed 1" in err
+
+
+def test_refuses_to_write_inside_a_run_dir_and_bad_since(runs: list[str]) -> None:
+    code, _, err = _triage(*runs, "-o", str(Path(runs[0]) / "out.json"))
+    assert code == 2 and "never writes inside the run dir" in err
+    code, _, err = _triage(*runs, "--tickets", str(Path(runs[1]) / "t"))
+    assert code == 2 and "never writes inside the run dir" in err
+    code, _, err = _triage(*runs, "--since", "soon")
+    assert code == 2 and "--since" in err
