@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -57,26 +58,55 @@ def _chunks(todo: Sequence[tuple[str, str]], workers: int) -> list[list[tuple[st
 
 
 def _pool_map(todo: Sequence[tuple[str, str]], jobs: int) -> Iterator[dict[str, Any]]:
+    """Chunks of jobs on a process pool. A worker that dies (a crash in a native library) breaks
+    the pool: its unfinished chunks are retried one job at a time on a new pool, and a job that
+    kills its worker again is reported as failed."""
     if jobs <= 1 or len(todo) <= 1:
         for job, state in todo:
             yield analyze_job(job, state)
         return
     warm_up()  # forked workers inherit the loaded signatures
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_quiet_worker, mp_context=context)
-    pending: set[Future[list[dict[str, Any]]]] = set()
     queue = _chunks(todo, jobs)
-    try:
-        while queue or pending:
-            while queue and len(pending) < 2 * jobs:  # a short queue: Ctrl-C stops soon
-                pending.add(pool.submit(analyze_jobs, queue.pop(0)))
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                yield from fut.result()
-    finally:
-        for fut in pending:
-            fut.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+    in_flight = 2 * jobs  # a short queue: Ctrl-C stops soon
+    while queue:
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_quiet_worker, mp_context=context)
+        pending: dict[Future[list[dict[str, Any]]], list[tuple[str, str]]] = {}
+        broken: list[list[tuple[str, str]]] = []
+        try:
+            while queue or pending:
+                while queue and len(pending) < in_flight:
+                    chunk = queue.pop(0)
+                    pending[pool.submit(analyze_jobs, chunk)] = chunk
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    chunk = pending.pop(fut)
+                    try:
+                        results = fut.result()
+                    except BrokenProcessPool:
+                        broken.append(chunk)
+                        continue
+                    yield from results
+                if broken:
+                    break
+        finally:
+            for fut in pending:
+                fut.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+        if broken:
+            isolated = in_flight == 1
+            in_flight = 1  # from now on one job at a time, so that a death names its job
+            for chunk in broken:
+                if len(chunk) == 1 and isolated:
+                    job, state = chunk[0]
+                    yield {
+                        "job": job,
+                        "state": state,
+                        "reason": "the analysis killed its worker process (a crash in a native library?)",
+                    }
+                else:
+                    queue.extend([item] for item in chunk)
+            queue.extend(pending.values())
 
 
 def _dask_map(todo: Sequence[tuple[str, str]], address: str) -> Iterator[dict[str, Any]]:

@@ -67,3 +67,23 @@ def test_refuses_to_write_inside_a_run_dir_and_bad_since(runs: list[str]) -> Non
     assert code == 2 and "never writes inside the run dir" in err
     code, _, err = _triage(*runs, "--since", "soon")
     assert code == 2 and "--since" in err
+
+
+def test_a_worker_that_dies_fails_its_job_only(runs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from analyzer.triage import job
+    from analyzer.triage.run import triage
+
+    real = job.analyze_job
+    victim = os.path.abspath(runs[1])
+
+    def dies_on_one(name: str, state: str | None = None) -> dict:
+        if name == victim:
+            os._exit(70)  # the worker process really dies (forked workers run this module as patched)
+        return real(name, state)
+
+    monkeypatch.setattr(job, "analyze_job", dies_on_one)
+    batch = triage([*runs, *runs[:1]], jobs=2)
+    assert [f["job"] for f in batch.failed] == [victim] and "killed its worker" in batch.failed[0]["reason"]
+    assert sorted(r["job"] for r in batch.records) == sorted(os.path.abspath(r) for r in (runs[0], runs[2]))
