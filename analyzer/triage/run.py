@@ -110,16 +110,24 @@ def _pool_map(todo: Sequence[tuple[str, str]], jobs: int) -> Iterator[dict[str, 
 
 
 def _dask_map(todo: Sequence[tuple[str, str]], address: str) -> Iterator[dict[str, Any]]:
+    """The same chunks on a Dask cluster; a chunk that the cluster gives up on (its workers
+    died, see distributed's allowed-failures) puts its jobs under failed."""
     from distributed import Client, as_completed
 
     with Client(address, timeout="30s") as client:
         workers = max(1, sum(int(w.get("nthreads", 1)) for w in client.scheduler_info()["workers"].values()))
-        futures = [client.submit(analyze_jobs, chunk, pure=False) for chunk in _chunks(todo, workers)]
+        chunks = {client.submit(analyze_jobs, chunk, pure=False): chunk for chunk in _chunks(todo, workers)}
         try:
-            for fut in as_completed(futures):
-                yield from fut.result()
+            for fut in as_completed(list(chunks)):
+                try:
+                    results = fut.result()
+                except Exception as exc:
+                    results = [
+                        {"job": j, "state": s, "reason": f"on the cluster: {type(exc).__name__}: {exc}"} for j, s in chunks[fut]
+                    ]
+                yield from results
         finally:
-            client.cancel([f for f in futures if not f.done()])
+            client.cancel([f for f in chunks if not f.done()])
 
 
 def triage(
