@@ -124,6 +124,7 @@ def ticket_markdown(group: dict[str, Any], nodes: list[dict[str, Any]], report_f
         out.append("- no host named in the logs")
     out += ["", "## Evidence", ""]
     if group["evidence"]:
+        out += [f"From `{group['jobs'][0]}`:", ""]
         for e in group["evidence"]:
             out += [f"`{e['file']}:{e['line']}`", "", "```", e["text"], "```", ""]
     elif group.get("templates"):
@@ -205,14 +206,19 @@ def render_html(result: dict[str, Any]) -> str:
     parts += [
         f"<tr><td>{e(c['category'])}</td><td>{e(c['subcategory'] or '')}</td><td>{c['jobs']}</td></tr>" for c in result["counts"]
     ]
-    parts.append("</table><h2>Recurring nodes</h2><table><tr><th>host</th><th>jobs</th><th>categories</th><th>GPUs</th></tr>")
-    for n in result["nodes"]:
-        if n["count"] > 1:
+    parts.append("</table><h2>Recurring nodes</h2>")
+    recurring = [n for n in result["nodes"] if n["count"] > 1]
+    if recurring:
+        parts.append("<table><tr><th>host</th><th>jobs</th><th>categories</th><th>GPUs</th></tr>")
+        for n in recurring:
             cats = ", ".join(f"{k} {v}" for k, v in n["categories"].items())
             parts.append(
                 f"<tr><td><code>{e(n['host'])}</code></td><td>{n['count']}</td><td>{e(cats)}</td><td>{e(', '.join(n['gpus']))}</td></tr>"
             )
-    parts.append("</table><h2>Groups</h2>")
+        parts.append("</table>")
+    else:
+        parts.append("<p>No node appears in more than one failed job.</p>")
+    parts.append("<h2>Groups</h2>")
     for g in result["groups"]:
         new = " <span class='new'>new</span>" if g["new"] else ""
         parts.append(
