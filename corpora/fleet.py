@@ -1,7 +1,8 @@
 """A fleet of run dirs for triage tests and benchmarks, made from the corpus: each chosen case
 copied several times onto other hosts and pids (host names and pids rewritten consistently in
-every text file and path of the copy; nothing else changed), plus healthy jobs (the real
-start-up and progress lines of lab jobs, before anything went wrong), one new failure that the
+every text file and path of the copy; nothing else changed), plus healthy jobs (finished
+jobs of corpora/healthy copied the same way; where that corpus is absent, the start-up and
+progress lines of lab jobs before anything went wrong), one new failure that the
 signatures do not know repeated with other numbers, a dir holding only a binary file, and a
 path that does not exist.
 
@@ -159,18 +160,22 @@ def make_fleet(dest: Path, n_cases: int = 32, copies: int = 4, n_healthy: int = 
             copy_case(case, job, host_map, pid_map)
             fleet.jobs.append(job)
             fleet.origin[job] = case.name
-    prefixes = [
-        p
-        for d in cases()
-        if d.name.startswith("lab-")
-        for f in sorted(d.glob("console.log"))
-        if len(p := _healthy_prefix(f)) >= 3
-    ]
+    healthy = [d for d in sorted((CORPORA / "healthy").glob("*")) if (d / "case.yaml").is_file()]
+    prefixes = [] if healthy else [p for d in cases() for f in sorted(d.glob("console.log")) if len(p := _healthy_prefix(f)) >= 3]
     for i in range(n_healthy):
-        lines = prefixes[i % len(prefixes)]
         job = dest / f"healthy-{i:02d}"
-        job.mkdir()
-        (job / "console.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if healthy:  # a finished job from the healthy corpus, on other hosts and pids
+            case = healthy[(i * 7) % len(healthy)]
+            hosts, pids = names_in(case)
+            copy_case(
+                case,
+                job,
+                {h: f"ok{i}-{rnd.randrange(100, 999)}-n{k}" for k, h in enumerate(sorted(hosts))},
+                {p: str(rnd.randrange(10000, 4000000)) for p in sorted(pids)},
+            )
+        else:
+            job.mkdir()
+            (job / "console.log").write_text("\n".join(prefixes[i % len(prefixes)]) + "\n", encoding="utf-8")
         fleet.jobs.append(job)
         fleet.origin[job] = "healthy"
     for i in range(n_unknown):
