@@ -247,6 +247,16 @@ TRIAGE_FORMATS = ("table", "json", "csv", "parquet", "markdown", "html")
 HISTORY_FORMATS = ("table", "json", "csv", "markdown")
 
 
+def _need(*modules: str, extra: str = "triage") -> None:
+    """A clear message when an optional dependency of this command is missing."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        click.echo(f"postmortem: this needs {', '.join(missing)}: pip install 'postmortem[{extra}]'", err=True)
+        sys.exit(2)
+
+
 def _open_store(db: str | None, no_db: bool):  # type: ignore[no-untyped-def]
     if no_db:
         return None
@@ -300,6 +310,11 @@ def triage(
     progress: bool | None,
 ) -> None:
     """Analyze many run dirs at once; group them by failure, with recurring nodes and history."""
+    _need("pandas", "sqlalchemy", "alembic", "drain3", *(("pyarrow",) if fmt == "parquet" else ()))
+    if scheduler:
+        _need("distributed", extra="distributed")
+    if db and db.startswith("postgresql"):
+        _need("psycopg", extra="postgres")
     from collections.abc import Callable
     from contextlib import AbstractContextManager, nullcontext
 
@@ -361,6 +376,7 @@ def triage(
 @click.option("--format", "fmt", type=click.Choice(HISTORY_FORMATS), default="table", show_default=True)
 def history(db: str | None, since: str | None, host: str | None, fmt: str) -> None:
     """Per fingerprint and per node: count, first and last seen, jobs."""
+    _need("sqlalchemy", "alembic", *(("pandas",) if fmt == "csv" else ()))
     from analyzer.triage.history import history as run
     from analyzer.triage.history import render_history
 
