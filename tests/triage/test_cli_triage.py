@@ -87,3 +87,18 @@ def test_a_worker_that_dies_fails_its_job_only(runs: list[str], monkeypatch: pyt
     batch = triage([*runs, *runs[:1]], jobs=2)
     assert [f["job"] for f in batch.failed] == [victim] and "killed its worker" in batch.failed[0]["reason"]
     assert sorted(r["job"] for r in batch.records) == sorted(os.path.abspath(r) for r in (runs[0], runs[2]))
+
+
+def test_gpus_by_pci_bus_id(tmp_path: Path) -> None:
+    runs = []
+    for case in ("real-p2p-019", "real-xid-006"):
+        dest = tmp_path / case
+        shutil.copytree(REPO / "corpora" / "real" / case, dest, ignore=shutil.ignore_patterns("case.yaml"))
+        runs.append(str(dest))
+    code, out, _ = _triage(*runs, "--format", "json")
+    data = json.loads(out)
+    jobs = {Path(j["job"]).name: j for j in data["jobs"]}
+    assert "0000:07:00" in jobs["real-p2p-019"]["gpus"]  # nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT ...]
+    assert {"0000:dc:00", "0000:ed:00"} <= set(jobs["real-xid-006"]["gpus"])  # NVRM: Xid (PCI:0000:dc:00): 45 ...
+    node = next(n for n in data["nodes"] if n["host"] == "runtime")
+    assert node["gpus"] == ["0000:07:00"]

@@ -98,3 +98,28 @@ def test_missing_path_is_under_failed(fleet: Fleet, result: dict[str, Any]) -> N
 def test_groups_are_fewer_than_jobs(result: dict[str, Any]) -> None:
     assert len(result["groups"]) < len(result["jobs"]) / 2
     assert sum(g["count"] for g in result["groups"]) == len(result["jobs"])
+
+
+def test_every_corpus_case_keeps_its_fingerprint_on_other_hosts_and_pids(tmp_path: Path) -> None:
+    """Two copies of every labeled case, each with other host names and pids: one verdict and
+    one fingerprint per case."""
+    import random
+
+    from corpora.fleet import cases, copy_case, names_in
+
+    rnd = random.Random(11)
+    unstable, rewritten = [], 0
+    for case in cases():
+        hosts, pids = names_in(case)
+        rewritten += bool(hosts or pids)
+        seen = set()
+        for c in range(2):
+            job = tmp_path / f"{case.name}-{c}"
+            host_map = {h: f"x{c}-{rnd.randrange(100, 999)}-n{i}" for i, h in enumerate(sorted(hosts))}
+            copy_case(case, job, host_map, {p: str(rnd.randrange(10000, 4000000)) for p in sorted(pids)})
+            v = analyze(job).verdict
+            seen.add((v.category.value, v.subcategory, v.fingerprint))
+        if len(seen) != 1:
+            unstable.append((case.name, seen))
+    assert rewritten >= 50  # the test means something: many cases name hosts or pids
+    assert not unstable, unstable
