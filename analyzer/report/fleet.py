@@ -160,12 +160,11 @@ _PALETTE = (
 )
 
 
-def counts_svg(jobs: list[dict[str, Any]], width: int = 900, height: int = 220) -> str:
+def counts_svg(daily: list[dict[str, Any]], width: int = 900, height: int = 220) -> str:
     """Stacked bars: jobs per category per day (the day a job was first seen)."""
     days: dict[str, Counter[str]] = {}
-    for j in jobs:
-        day = (j.get("first_seen") or "unknown")[:10]
-        days.setdefault(day, Counter())[j["category"]] += 1
+    for row in daily:
+        days.setdefault(row["day"], Counter())[row["category"]] += row["jobs"]
     cats = sorted({c for per in days.values() for c in per})
     color = {c: _PALETTE[i % len(_PALETTE)] for i, c in enumerate(cats)}
     order = sorted(days)
@@ -200,7 +199,7 @@ def render_html(result: dict[str, Any]) -> str:
         f"<style>{_CSS}</style></head><body>",
         f"<h1>postmortem triage: {len(result['jobs'])} job(s), {len(result['groups'])} group(s), {len(result['failed'])} failed</h1>",
         "<h2>Jobs per category over time</h2>",
-        counts_svg(result["jobs"]),
+        counts_svg(result.get("daily") or []),
         "<h2>Per category</h2><table><tr><th>category</th><th>subcategory</th><th>jobs</th></tr>",
     ]
     parts += [

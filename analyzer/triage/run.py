@@ -22,6 +22,7 @@ from analyzer.triage.templates import mine, template_fingerprint
 
 Progress = Callable[[int, int, str], None]
 MAX_CHUNK = 8
+HISTORY_DAYS = 90  # how far back the fleet page's counts per day reach
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Batch:
     first_seen: dict[str, datetime] = field(default_factory=dict)
     last_seen: dict[str, datetime] = field(default_factory=dict)
     fingerprint_first_seen: dict[str, datetime] = field(default_factory=dict)  # from the history
+    daily: list[dict[str, Any]] = field(default_factory=list)  # jobs per day and category, from the history
 
 
 def default_jobs() -> int:
@@ -182,6 +184,7 @@ def triage(
     batch.failed.sort(key=lambda f: f["job"])
     if store is not None:
         batch.fingerprint_first_seen = store.first_seen()
+        batch.daily = store.daily(now - timedelta(days=HISTORY_DAYS))
     return batch
 
 

@@ -143,6 +143,18 @@ class Store:
             q = select(jobs.c.fingerprint, func.min(jobs.c.first_seen)).group_by(jobs.c.fingerprint)
             return {fp: _utc(t) for fp, t in conn.execute(q)}
 
+    def daily(self, since: datetime | None = None) -> list[dict[str, Any]]:
+        """Jobs per day (first seen) and category in the history: [{day, category, jobs}]."""
+        counts: dict[tuple[str, str], int] = {}
+        q = select(jobs.c.first_seen, jobs.c.category)
+        if since is not None:
+            q = q.where(jobs.c.first_seen >= since)
+        with self.engine.connect() as conn:
+            for first, category in conn.execute(q):
+                key = (_utc(first).date().isoformat(), category)
+                counts[key] = counts.get(key, 0) + 1
+        return [{"day": d, "category": c, "jobs": n} for (d, c), n in sorted(counts.items())]
+
     def count(self) -> int:
         from sqlalchemy import func
 

@@ -112,7 +112,17 @@ def build(batch: Batch, cutoff: datetime | None = None) -> dict[str, Any]:
         "failed": list(batch.failed),
         "counts": counts,
         "since": _iso(cutoff),
+        "daily": batch.daily or _daily(jobs),
     }
+
+
+def _daily(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Jobs per day and category of this batch alone (no history)."""
+    counts: dict[tuple[str, str], int] = {}
+    for j in jobs:
+        key = ((j["first_seen"] or "unknown")[:10], j["category"])
+        counts[key] = counts.get(key, 0) + 1
+    return [{"day": d, "category": c, "jobs": n} for (d, c), n in sorted(counts.items())]
 
 
 def _first(batch: Batch, fp: str, g: Any) -> datetime | None:

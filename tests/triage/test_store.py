@@ -124,6 +124,14 @@ def test_new_since_and_history_command(tmp_path: Path, jobs: list[str]) -> None:
     new = {g["category"]: g["new"] for g in result["groups"]}
     assert new == {"shm": False, "oom_cascade": False, "p2p": True}
     assert build(batch, cutoff=now - timedelta(days=60))["groups"][0]["new"] is True
+    month_ago, today = (now - timedelta(days=30)).date().isoformat(), now.date().isoformat()
+    assert sorted((d["day"], d["category"], d["jobs"]) for d in result["daily"]) == sorted(
+        [(month_ago, "shm", 1), (month_ago, "oom_cascade", 1), (today, "p2p", 1)]
+    )
+    from analyzer.report.fleet import render_html
+
+    page = render_html(result)
+    assert f"{month_ago} shm: 1" in page and f"{today} p2p: 1" in page  # the bars of both days
     store.close()
 
     out = CliRunner().invoke(main, ["history", "--db", url, "--format", "json"])
