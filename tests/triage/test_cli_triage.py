@@ -36,6 +36,8 @@ def test_formats_render_one_result(runs: list[str], tmp_path: Path) -> None:
     code, out, _ = _triage(*runs, "--format", "json")
     assert code == 0
     data = json.loads(out)
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(data, json.loads((REPO / "analyzer" / "triage" / "result.schema.json").read_text()))
     code, out, _ = _triage(*runs, "--format", "csv")
     csv = pd.read_csv(__import__("io").StringIO(out))
     assert list(csv["job"]) == [j["job"] for j in data["jobs"]] and list(csv["category"]) == [j["category"] for j in data["jobs"]]
