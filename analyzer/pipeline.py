@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analyzer import __version__
+from analyzer.classify.abstain import failure_evidence, finished, mark_logged
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.features import normalize as normalize_words
@@ -73,6 +74,8 @@ class Analysis:
     rule: Decision
     warnings: list[str]
     signatures: list[Signature]
+    failed: bool = True  # some event or finding shows a failure
+    finished: bool = False  # a launcher said the job finished well
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
         return case_features(
@@ -87,14 +90,20 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     scanner = build_scanner(sigs)
     ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
     events, clock_notes = align_clocks(normalize(ingested.events))
+    events = mark_logged(events)
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
+    # a traceback the program caught and logged explains nothing: context at most
+    findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("logged") else f for f in findings]
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
     launcher_roots = {
         e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None
     }
     rule = decide(findings, standalone, _context(findings), launcher_roots)
-    return Analysis(run_dir, ingested.sources, events, findings, rule, ingested.warnings + clock_notes, sigs)
+    failed = bool(failure_evidence(events, findings))
+    return Analysis(
+        run_dir, ingested.sources, events, findings, rule, ingested.warnings + clock_notes, sigs, failed, finished(events)
+    )
 
 
 _SHIPPED = object()
@@ -111,7 +120,7 @@ def analyze(
     chosen = shipped_model() if model is _SHIPPED else model
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
-    decision = combine(a.rule, a.findings, chosen, structured, tokens)
+    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished)
     return build_report(a, decision, opts)
 
 
@@ -131,7 +140,9 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
         first = FirstFailure()
         remediation = ()
         chain = []
-        if decision.category is Category.UNKNOWN:
+        if decision.category is Category.NONE:
+            title = taxonomy_titles.get(Category.NONE.value, "No failure found")
+        elif decision.category is Category.UNKNOWN:
             title = "Root cause unknown"
         else:  # the classifier's call from the whole picture, with no line that names the cause
             title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"

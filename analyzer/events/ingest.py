@@ -30,6 +30,13 @@ CONTEXT_PATTERN = (
     r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
 )
 CONTEXT_CAP = 400
+OUTCOME_OWNER = "outcome"
+# a launcher's own words for a job (or a node's worker group) that ended well: the event gets
+# `outcome: succeeded`, which tells a finished job from one whose log merely stops
+OUTCOME_PATTERN = (
+    r"worker group successfully finished"  # torch.distributed.elastic agent (api.py, _invoke_run)
+    r"|Process \d+ exits successfully"  # deepspeed/launcher/launch.py
+)
 WHOLE_FILE_LIMIT = 16 << 20
 
 
@@ -62,6 +69,7 @@ def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
                 seen.add((regex, icase))
                 patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
+    patterns.append(Pattern(OUTCOME_PATTERN, OUTCOME_OWNER))
     return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP})
 
 
@@ -77,7 +85,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
     for hit in hits:
         owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
-        line_owner = SIGNATURE_OWNER in hit.owners or CONTEXT_OWNER in hit.owners
+        line_owner = SIGNATURE_OWNER in hit.owners or CONTEXT_OWNER in hit.owners or OUTCOME_OWNER in hit.owners
         if not owners and not line_owner:
             continue  # inside a block its parser already read
         parsed_here: list[Event] = []
@@ -108,6 +116,8 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             p = split_prefix(hit.lines[0])
             line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
             fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
+            if OUTCOME_OWNER in hit.owners:
+                fields["outcome"] = "succeeded"
             parsed_here = [
                 Event(
                     EventKind.LINE,

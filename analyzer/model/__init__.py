@@ -22,6 +22,7 @@ class Category(StrEnum):
     USER_CODE = "user_code"
     SCHEDULER = "scheduler"
     UNKNOWN = "unknown"
+    NONE = "none"  # no failure found
 
 
 MAIN_CATEGORIES = (

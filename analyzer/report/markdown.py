@@ -21,9 +21,14 @@ def render_markdown(report: Report) -> str:
     out.append("")
     rows = [
         ("Run dir", f"`{report.run_dir}`"),
-        ("First failure", (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on `{ff.host}`" if ff.host else "")),
-        ("When", format_time(ff.time) or "unknown"),
-        ("Where", f"`{ff.file}:{ff.line}`" if ff.file else "unknown"),
+    ]
+    if v.category.value != "none":  # a job with no failure has no first failure to place
+        rows += [
+            ("First failure", (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on `{ff.host}`" if ff.host else "")),
+            ("When", format_time(ff.time) or "unknown"),
+            ("Where", f"`{ff.file}:{ff.line}`" if ff.file else "unknown"),
+        ]
+    rows += [
         ("Signatures", ", ".join(f"`{s}`" for s in v.signatures) or "none"),
         ("Fingerprint", f"`{v.fingerprint}`"),
     ]

@@ -13,7 +13,7 @@ from rich.text import Text
 from analyzer.events.clock import format_time
 from analyzer.model import Category, Report
 
-_COLORS = {Category.UNKNOWN: "yellow"}
+_COLORS = {Category.UNKNOWN: "yellow", Category.NONE: "green"}
 
 
 def _where(file: str, line: int | None) -> str:

@@ -1,0 +1,93 @@
+"""Whether a run dir shows a failure at all, and which categories its evidence can support.
+
+A verdict names a category only on evidence for it. Failure evidence is what a dying job leaves:
+a signature that fired as a root cause or a symptom, a Python traceback that was not caught and
+logged, a launcher's report of a failed child or a non-zero exit, a fatal signal, a kernel OOM
+kill, oops or Xid, a core or a native backtrace, a collective timeout. Routine chatter (NCCL INFO
+lines, warnings, a corrected PCIe error, lines that merely contain the word "error") is not.
+
+Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
+choose among the categories that some finding supports (its `candidates`); with none of those,
+the verdict is `unknown`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from analyzer.model import Category, Event, EventKind, Finding, Role
+
+# kinds of event that are a failure by themselves
+_FAILURE_KINDS = frozenset(
+    {
+        EventKind.ELASTIC_FAILURE,
+        EventKind.SIGNAL,
+        EventKind.FAULTHANDLER,
+        EventKind.WATCHDOG,
+        EventKind.OOM_KILL,
+        EventKind.OOPS,
+        EventKind.BACKTRACE,
+        EventKind.CORE,
+        EventKind.XID,
+    }
+)
+# a logging record that introduces a traceback it caught (`logger.exception(...)`): the traceback
+# was handled, the process went on
+_LOGGED = re.compile(r"^(?:ERROR|CRITICAL|EXCEPTION):[\w.]*:|[\s|\[-](?:ERROR|CRITICAL|EXCEPTION)\s*[\]|:-]")
+
+
+def finished(events: list[Event]) -> bool:
+    """A launcher said that the job (or this node's worker group) finished well."""
+    return any(e.fields.get("outcome") == "succeeded" for e in events)
+
+
+def is_failure_event(e: Event) -> bool:
+    """An event that says by itself that something failed (whatever the cause)."""
+    if e.kind in _FAILURE_KINDS:
+        return True
+    if e.kind is EventKind.LAUNCHER_EXIT:
+        code = e.fields.get("exitcode")
+        return not (isinstance(code, int) and code == 0)
+    if e.kind is EventKind.TRACEBACK:
+        return not e.fields.get("logged")
+    return False
+
+
+def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event]:
+    """The events that show a failure: findings that are not mere context, and failure kinds."""
+    out: dict[int, Event] = {}
+    for f in findings:
+        if f.role is not Role.CONTEXT and not (f.event.kind is EventKind.TRACEBACK and f.event.fields.get("logged")):
+            out[id(f.event)] = f.event
+    for e in events:
+        if is_failure_event(e):
+            out[id(e)] = e
+    return list(out.values())
+
+
+def candidates(findings: list[Finding]) -> set[Category]:
+    """The categories that some root-cause or symptom finding supports."""
+    return {
+        f.category
+        for f in findings
+        if f.role is not Role.CONTEXT and f.category not in (Category.UNKNOWN, Category.NONE)
+        and not f.event.fields.get("logged")
+    }
+
+
+def logged_before(previous_line: str) -> bool:
+    """The line just before a traceback is a logging record: the traceback was caught and logged."""
+    return bool(_LOGGED.search(previous_line))
+
+
+def mark_logged(events: list[Event]) -> list[Event]:
+    """Mark (`logged: true`) every traceback that a logging record of level ERROR introduces on the
+    line before it (`logger.exception(...)`): the program caught it and went on."""
+    previous = {(e.loc.file, e.loc.line): e.message for e in events if e.loc.line}
+    out = []
+    for e in events:
+        if e.kind is EventKind.TRACEBACK and e.loc.line and logged_before(previous.get((e.loc.file, e.loc.line - 1), "")):
+            e = replace(e, fields={**e.fields, "logged": True})
+        out.append(e)
+    return out
