@@ -30,6 +30,11 @@ CONTEXT_PATTERN = (
     r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
 )
 CONTEXT_CAP = 400
+IDENTITY_OWNER = "identity"
+# a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one
+IDENTITY_PATTERN = r"\b(?:RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?\d+"
+_IDENTITY = re.compile(r"\b(RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?(\d+)")
+IDENTITY_CAP = 2000
 OUTCOME_OWNER = "outcome"
 # a launcher's own words for a job (or a node's worker group) that ended well: the event gets
 # `outcome: succeeded`, which tells a finished job from one whose log merely stops
@@ -70,7 +75,8 @@ def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
                 patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
     patterns.append(Pattern(OUTCOME_PATTERN, OUTCOME_OWNER))
-    return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP})
+    patterns.append(Pattern(IDENTITY_PATTERN, IDENTITY_OWNER))
+    return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP, IDENTITY_OWNER: IDENTITY_CAP})
 
 
 @cache
@@ -85,7 +91,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
     for hit in hits:
         owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
-        line_owner = SIGNATURE_OWNER in hit.owners or CONTEXT_OWNER in hit.owners or OUTCOME_OWNER in hit.owners
+        line_owner = bool({SIGNATURE_OWNER, CONTEXT_OWNER, OUTCOME_OWNER, IDENTITY_OWNER} & set(hit.owners))
         if not owners and not line_owner:
             continue  # inside a block its parser already read
         parsed_here: list[Event] = []
@@ -118,6 +124,11 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
             if OUTCOME_OWNER in hit.owners:
                 fields["outcome"] = "succeeded"
+            if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER}:
+                fields["bookkeeping"] = True  # how the job ended, who is who: no failure's wording
+            if IDENTITY_OWNER in hit.owners:
+                for name, value in _IDENTITY.findall(p.message):
+                    fields[f"env_{name.lower()}"] = int(value)
             parsed_here = [
                 Event(
                     EventKind.LINE,
@@ -133,8 +144,22 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             ]
         for ev in parsed_here:
             ev.fields.setdefault("source_kind", str(kind))
+            _local_rank_of(ev)
+            at = (ev.loc.line or 0) - hit.line_no
+            if 0 < at < len(hit.lines):  # the event is dated to a later line of its block: quote that line
+                ev.fields.setdefault("quote", hit.lines[at])
         events.extend(parsed_here)
     return events
+
+
+def _local_rank_of(ev: Event) -> None:
+    """Record torchrun's `[defaultN]:` local rank (and PyTorch's `[rankN]:` stacked after it) in the
+    event's fields: the global rank is found later (events/identity.py)."""
+    p = split_prefix(ev.text)
+    if p.local_rank is not None:
+        ev.fields["tee_rank"] = p.local_rank
+        if p.rank is not None:
+            ev.fields["prefix_rank"] = p.rank
 
 
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
