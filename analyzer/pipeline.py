@@ -89,7 +89,8 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     scanner = build_scanner(sigs)
     ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
-    events, clock_notes = align_clocks(normalize(ingested.events))
+    normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
+    events, clock_notes = align_clocks(normalized)
     events = mark_logged(events)
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
@@ -102,7 +103,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     rule = decide(findings, standalone, _context(findings), launcher_roots)
     failed = bool(failure_evidence(events, findings))
     return Analysis(
-        run_dir, ingested.sources, events, findings, rule, ingested.warnings + clock_notes, sigs, failed, finished(events)
+        run_dir, ingested.sources, events, findings, rule, ingested.warnings + rank_notes + clock_notes, sigs, failed, finished(events)
     )
 
 
@@ -159,7 +160,7 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
         signatures=tuple(sorted({f.signature for f in decision.root_findings})),
         fingerprint=fp,
     )
-    evidence = _evidence(findings, decision.root_findings, opts.max_evidence)
+    evidence = _evidence(findings, decision.root_findings, opts.max_evidence, decision.root)
     report = Report(
         run_dir=str(run_dir),
         verdict=verdict,
@@ -242,7 +243,9 @@ def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes
     return " ".join(parts)
 
 
-def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list[EvidenceItem]:
+def _evidence(findings: list[Finding], roots: list[Finding], limit: int, decisive: Finding | None = None) -> list[EvidenceItem]:
+    """One row per line (the line at file:line, quoted as the file has it), the decisive line
+    first, then the other root-cause lines, context and symptoms, each in time order."""
     root_ids = {id(f) for f in roots}
     chosen: list[tuple[int, Finding]] = []
     per_sig: dict[str, int] = {}
@@ -251,13 +254,23 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list
         per_sig[f.signature] = per_sig.get(f.signature, 0) + 1
         if role is not Role.ROOT_CAUSE and per_sig[f.signature] > 3:
             continue
-        chosen.append((0 if role is Role.ROOT_CAUSE else 1 if role is Role.CONTEXT else 2, f))
-    chosen.sort(key=lambda rf: (rf[0], finding_key(rf[1])))
-    out = []
-    for rank_order, f in chosen[:limit]:
-        role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
+        order = 0 if role is Role.ROOT_CAUSE else 1 if role is Role.CONTEXT else 2
+        chosen.append((order, f))
+    first = (decisive.event.loc.file, decisive.event.loc.line) if decisive is not None else None
+    chosen.sort(key=lambda rf: (rf[0], (rf[1].event.loc.file, rf[1].event.loc.line) != first, finding_key(rf[1]), -rf[1].confidence))
+    out: list[EvidenceItem] = []
+    seen: set[tuple[str, int | None]] = set()
+    for rank_order, f in chosen:
         e = f.event
-        out.append(EvidenceItem(e.loc.file, e.loc.line, e.text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
+        if (e.loc.file, e.loc.line) in seen:
+            continue  # the same line, named by a second signature: one row
+        seen.add((e.loc.file, e.loc.line))
+        role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
+        quote = e.fields.get("quote")
+        text = quote if isinstance(quote, str) else e.text
+        out.append(EvidenceItem(e.loc.file, e.loc.line, text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
+        if len(out) >= limit:
+            break
     return out
 
 
