@@ -16,7 +16,7 @@ from analyzer.classify.features import case_features
 from analyzer.classify.features import normalize as normalize_words
 from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, decide
-from analyzer.correlate.blame import blamed_rank
+from analyzer.correlate.blame import blamed_rank, stalled_rank
 from analyzer.correlate.clocks import align_clocks
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.correlate.versions import version_skew_events
@@ -101,7 +101,9 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None
     }
     rule = decide(findings, standalone, _context(findings), launcher_roots)
-    failed = bool(failure_evidence(events, findings))
+    # with no log read at all there is nothing to say "no failure" about: the verdict stays unknown
+    read_any = any(s.status == "parsed" and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
+    failed = bool(failure_evidence(events, findings)) or not read_any
     return Analysis(
         run_dir, ingested.sources, events, findings, rule, ingested.warnings + rank_notes + clock_notes, sigs, failed, finished(events)
     )
@@ -131,7 +133,7 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
 
     root = decision.root
     if root is not None and decision.category is not Category.UNKNOWN:
-        rank, host = first_rank(decision, _single_process(events))
+        rank, host = first_rank(decision, _single_process(events), events, findings)
         first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
@@ -176,7 +178,9 @@ def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
     return redact(report) if opts.redact else report
 
 
-def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, str | None]:
+def first_rank(
+    decision: Decision, single_process: bool, events: list[Event] | None = None, findings: list[Finding] | None = None
+) -> tuple[int | None, str | None]:
     """The first failing rank and host of a decision: the root event's, else one that another
     line of the same cause names (the launcher's view of the death), else 0 for a job that was
     one process."""
@@ -186,8 +190,13 @@ def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, st
     rank, host = root.event.rank, root.event.host
     if decision.category is Category.HANG:
         blamed = blamed_rank(decision.root_findings)
+        if blamed is None and events is not None:
+            stalled = stalled_rank(events, findings or decision.root_findings)
+            blamed = stalled[0] if stalled else None
         if blamed is not None:
-            return blamed, None if blamed != rank else host
+            if blamed != rank and events is not None:  # the host its own lines name
+                host = next((e.host for e in events if e.rank == blamed and e.host not in (None, "localhost", "127.0.0.1")), None)
+            return blamed, host
     if rank is None:
         named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
         if named is not None:

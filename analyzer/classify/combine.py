@@ -34,7 +34,7 @@ def no_failure(finished: bool) -> Decision:
     note = "no error, non-zero exit, fatal signal or kernel fault in the logs"
     if finished:
         note += "; the launcher reported that the job finished"
-    return Decision(Category.NONE, None, NONE_FINISHED if finished else NONE_SILENT, None, [], [], [note])
+    return Decision(Category.NONE, None, NONE_FINISHED if finished else NONE_SILENT, None, [], [], [note], decided_by="abstain")
 
 
 def combine(
@@ -68,7 +68,7 @@ def combine(
     if not allowed:
         notes.append("no finding supports any category; the classifier's guesses are only alternatives")
         guesses = [_alt(c, p) for c, p in ranked[:3]]
-        return Decision(Category.UNKNOWN, None, 0.0, rule.root, [], guesses, notes, decided_by="model")
+        return Decision(Category.UNKNOWN, None, 0.0, rule.root, [], guesses, notes, decided_by="abstain")
     if allowed[0][0] != ranked[0][0]:
         notes.append(f"the classifier's first guess {ranked[0][0]} has no supporting evidence")
     ranked = allowed + [(c, p) for c, p in ranked if c not in supported]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from analyzer.classify.combine import combine
 from analyzer.classify.evaluate import CaseResult, EvalResult, find_cases
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
-from analyzer.model import Category, Finding
+from analyzer.model import Category, Event, Finding
 
 SEED = 0
 MIN_DF = 2
@@ -40,6 +40,7 @@ class Sample:
     expected_rank: int | None
     split: str
     single_process: bool = False
+    events: list[Event] = field(default_factory=list)
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
@@ -71,6 +72,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 ff.get("rank"),
                 str(label.get("split", "")),
                 _single_process(a.events),
+                a.events,
             )
         )
     return samples
@@ -174,6 +176,8 @@ def fit_calibration(samples: list[Sample], k: int) -> dict[str, list[list[float]
     """Isotonic maps from raw confidence to accuracy, per deciding part, on held-out folds."""
     by_source: dict[str, list[tuple[float, float]]] = {"rules": [], "model": []}
     for s, d, source, raw in out_of_fold(samples, k, calibrated=False):
+        if source not in by_source:
+            continue  # an abstention is not calibrated
         guess = d.alternatives[0][0].value if d.category is Category.UNKNOWN and d.alternatives else d.category.value
         by_source[source].append((raw, 1.0 if guess == s.label else 0.0))
     tables: dict[str, list[list[float]]] = {}
@@ -217,7 +221,7 @@ def cross_validate(root: Path, k: int = 5) -> EvalResult:
     from analyzer.pipeline import first_rank
 
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
-        rank, _host = first_rank(d, s.single_process)
+        rank, _host = first_rank(d, s.single_process, s.events, s.findings)
         result.results.append(
             CaseResult(
                 s.case,
