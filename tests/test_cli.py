@@ -168,3 +168,15 @@ def test_parse_auto_recognises_a_bt_full_file(shared: Path) -> None:
     code, out, _ = run("parse", "auto", str(shared / "external/satyr/gdb_stacktraces/rhbz-803600"))
     data = json.loads(out)
     assert code == 0 and len(data["threads"]) == 2 and data["crash_thread"] == 1
+
+
+def test_eval_without_scikit_learn_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # `import sklearn` raises ImportError
+    result = CliRunner().invoke(main, ["eval", str(REPO / "examples")])
+    assert result.exit_code == 2
+    assert "pip install 'postmortem[ml]'" in result.output and "--no-cv" in result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, ImportError)
+    trained = CliRunner().invoke(main, ["train", str(REPO / "examples"), "-o", "/dev/null"])
+    assert trained.exit_code == 2 and "postmortem[ml]" in trained.output

@@ -23,6 +23,18 @@ from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
 from analyzer.model import Category, Event, Finding
 
+ML_HINT = "pip install 'postmortem[ml]' (scikit-learn, numpy, matplotlib)"
+
+
+def ml_missing() -> str | None:
+    """None when scikit-learn imports; else what is missing, for a message that says how to install it."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError as exc:
+        return str(exc) or "scikit-learn is not installed"
+    return None
+
+
 SEED = 0
 MIN_DF = 2
 C = 4.0
