@@ -95,7 +95,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
     # a traceback the program caught and logged explains nothing: context at most
-    findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("logged") else f for f in findings]
+    findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
     launcher_roots = {
         e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None

@@ -50,7 +50,7 @@ def is_failure_event(e: Event) -> bool:
         code = e.fields.get("exitcode")
         return not (isinstance(code, int) and code == 0)
     if e.kind is EventKind.TRACEBACK:
-        return not e.fields.get("logged")
+        return not e.fields.get("caught")
     return False
 
 
@@ -58,7 +58,7 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
     """The events that show a failure: findings that are not mere context, and failure kinds."""
     out: dict[int, Event] = {}
     for f in findings:
-        if f.role is not Role.CONTEXT and not (f.event.kind is EventKind.TRACEBACK and f.event.fields.get("logged")):
+        if _shows_failure(f):
             out[id(f.event)] = f.event
     for e in events:
         if is_failure_event(e):
@@ -66,14 +66,18 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
     return list(out.values())
 
 
+def _shows_failure(f: Finding) -> bool:
+    """A finding that is failure evidence: not context, not a traceback the program caught, not
+    a symptom read from an NCCL INFO line (NCCL reports its failures at WARN; at INFO it only
+    narrates, e.g. its service thread's connection closing at a normal teardown)."""
+    if f.role is Role.CONTEXT or f.event.fields.get("caught"):
+        return False
+    return not (f.role is Role.SYMPTOM and f.event.fields.get("nccl_level") == "INFO")
+
+
 def candidates(findings: list[Finding]) -> set[Category]:
     """The categories that some root-cause or symptom finding supports."""
-    return {
-        f.category
-        for f in findings
-        if f.role is not Role.CONTEXT and f.category not in (Category.UNKNOWN, Category.NONE)
-        and not f.event.fields.get("logged")
-    }
+    return {f.category for f in findings if _shows_failure(f) and f.category not in (Category.UNKNOWN, Category.NONE)}
 
 
 def logged_before(previous_line: str) -> bool:
@@ -82,12 +86,12 @@ def logged_before(previous_line: str) -> bool:
 
 
 def mark_logged(events: list[Event]) -> list[Event]:
-    """Mark (`logged: true`) every traceback that a logging record of level ERROR introduces on the
+    """Mark (`caught: true`) every traceback that a logging record of level ERROR introduces on the
     line before it (`logger.exception(...)`): the program caught it and went on."""
     previous = {(e.loc.file, e.loc.line): e.message for e in events if e.loc.line}
     out = []
     for e in events:
         if e.kind is EventKind.TRACEBACK and e.loc.line and logged_before(previous.get((e.loc.file, e.loc.line - 1), "")):
-            e = replace(e, fields={**e.fields, "logged": True})
+            e = replace(e, fields={**e.fields, "caught": True})
         out.append(e)
     return out

@@ -13,7 +13,7 @@ from functools import cache
 from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind
 from analyzer.parse import torchelastic
 from analyzer.parse.base import Region
-from analyzer.parse.prefix import split_prefix
+from analyzer.parse.prefix import Prefix, split_prefix
 from analyzer.parse.registry import parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import Hit
@@ -145,11 +145,48 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
         for ev in parsed_here:
             ev.fields.setdefault("source_kind", str(kind))
             _local_rank_of(ev)
+            if ev.kind is EventKind.TRACEBACK and ev.end_line and _went_on(hit, ev.end_line, rank):
+                ev.fields["caught"] = True  # its process printed on as before: the exception was handled
             at = (ev.loc.line or 0) - hit.line_no
             if 0 < at < len(hit.lines):  # the event is dated to a later line of its block: quote that line
                 ev.fields.setdefault("quote", hit.lines[at])
         events.extend(parsed_here)
     return events
+
+
+# what a dying process or its launcher prints after a traceback; any other line of the same
+# process means the process went on
+_NOT_GOING_ON = re.compile(
+    CONTEXT_PATTERN + r"|Traceback|During handling|The above exception|^\s|^\^|torch[./]distributed|ChildFailedError|"
+    r"signal|exitcode|exit code|^[IWEF]\d{4} |^\[[IWEF]\d{4}|^=+$|^-+$"
+)
+
+
+def _stream(p: Prefix, file_rank: int | None) -> tuple[str, int] | None:
+    """Which process a line comes from, as far as its prefix (or its file) says."""
+    if p.local_rank is not None:
+        return ("local", p.local_rank)
+    rank = p.rank if p.rank is not None else file_rank
+    return None if rank is None else ("rank", rank)
+
+
+def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
+    """The first line after a traceback (within its scanned block) from the same process is an
+    ordinary line of output: the process survived the exception."""
+    lines = hit.lines
+    start = end_line - hit.line_no + 1
+    if start <= 0 or start >= len(lines):
+        return False
+    key = _stream(split_prefix(lines[0]), file_rank)
+    for line in lines[start:]:
+        p = split_prefix(line)
+        if key is not None and _stream(p, file_rank) != key:
+            continue  # another process's line
+        message = p.message.rstrip()
+        if not message:
+            continue
+        return not _NOT_GOING_ON.search(message)
+    return False
 
 
 def _local_rank_of(ev: Event) -> None:
