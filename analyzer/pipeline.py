@@ -19,7 +19,7 @@ from analyzer.classify.rules import Decision, decide
 from analyzer.correlate.blame import blamed_rank, stalled_rank
 from analyzer.correlate.clocks import align_clocks
 from analyzer.correlate.order import cascade, finding_key, timeline
-from analyzer.correlate.versions import version_skew_events
+from analyzer.correlate.versions import cuda_gap_events, version_skew_events
 from analyzer.events.ingest import build_scanner, ingest
 from analyzer.events.normalize import normalize
 from analyzer.model import (
@@ -92,7 +92,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
     events, clock_notes = align_clocks(normalized)
     events = mark_logged(events)
-    events += version_skew_events(events)
+    events += version_skew_events(events) + cuda_gap_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
     # a traceback the program caught and logged explains nothing: context at most
     findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]

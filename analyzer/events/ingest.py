@@ -35,6 +35,21 @@ IDENTITY_OWNER = "identity"
 IDENTITY_PATTERN = r"\b(?:RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?\d+"
 _IDENTITY = re.compile(r"\b(RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?(\d+)")
 IDENTITY_CAP = 2000
+VERSIONS_OWNER = "versions"
+# the versions an environment report prints (nvidia-smi's header, collect_env, ds_report, pip):
+# what CUDA the driver supports and what CUDA torch was built for
+VERSIONS_PATTERN = (
+    r"CUDA Version: \d+\.\d+|Nvidia driver version: \d|"
+    r"torch version \.+ \d|torch cuda version \.+ \d|PyTorch version: \d|CUDA used to build PyTorch: \d|"
+    r"^torch(?:==|\s+)\d+\.\d+\S*\+cu\d+"
+)
+_VERSION_FIELDS = (
+    (re.compile(r"CUDA Version: (\d+\.\d+)"), "driver_cuda"),
+    (re.compile(r"Driver Version: (\d+(?:\.\d+)+)"), "driver_release"),
+    (re.compile(r"Nvidia driver version: (\d+(?:\.\d+)+)"), "driver_release"),
+    (re.compile(r"(?:torch version \.+|PyTorch version:|^torch==|^torch\s+)\s*(\d+\.\d+\S*)"), "torch_build"),
+    (re.compile(r"(?:torch cuda version \.+|CUDA used to build PyTorch:)\s*(\d+\.\d+)"), "torch_cuda"),
+)
 OUTCOME_OWNER = "outcome"
 # a launcher's own words for a job (or a node's worker group) that ended well: the event gets
 # `outcome: succeeded`, which tells a finished job from one whose log merely stops
@@ -76,6 +91,7 @@ def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
     patterns.append(Pattern(OUTCOME_PATTERN, OUTCOME_OWNER))
     patterns.append(Pattern(IDENTITY_PATTERN, IDENTITY_OWNER))
+    patterns.append(Pattern(VERSIONS_PATTERN, VERSIONS_OWNER))
     return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP, IDENTITY_OWNER: IDENTITY_CAP})
 
 
@@ -91,7 +107,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
     for hit in hits:
         owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
-        line_owner = bool({SIGNATURE_OWNER, CONTEXT_OWNER, OUTCOME_OWNER, IDENTITY_OWNER} & set(hit.owners))
+        line_owner = bool({SIGNATURE_OWNER, CONTEXT_OWNER, OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER} & set(hit.owners))
         if not owners and not line_owner:
             continue  # inside a block its parser already read
         parsed_here: list[Event] = []
@@ -124,7 +140,9 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
             if OUTCOME_OWNER in hit.owners:
                 fields["outcome"] = "succeeded"
-            if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER}:
+            if VERSIONS_OWNER in hit.owners:
+                fields.update(version_fields(p.message))
+            if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER}:
                 fields["bookkeeping"] = True  # how the job ended, who is who: no failure's wording
             if IDENTITY_OWNER in hit.owners:
                 for name, value in _IDENTITY.findall(p.message):
@@ -160,6 +178,20 @@ _NOT_GOING_ON = re.compile(
     CONTEXT_PATTERN + r"|Traceback|During handling|The above exception|^\s|^\^|torch[./]distributed|ChildFailedError|"
     r"signal|exitcode|exit code|^[IWEF]\d{4} |^\[[IWEF]\d{4}|^=+$|^-+$"
 )
+
+
+def version_fields(message: str) -> dict[str, str]:
+    """The versions a line of an environment report gives (torch's CUDA also from `+cu128`)."""
+    out: dict[str, str] = {}
+    for rx, name in _VERSION_FIELDS:
+        m = rx.search(message.strip())
+        if m:
+            out.setdefault(name, m.group(1))
+    build = out.get("torch_build", "")
+    cu = re.search(r"\+cu(\d+)(\d)$", build)
+    if cu and "torch_cuda" not in out:
+        out["torch_cuda"] = f"{cu.group(1)}.{cu.group(2)}"
+    return out
 
 
 def _stream(p: Prefix, file_rank: int | None) -> tuple[str, int] | None:
