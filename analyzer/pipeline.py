@@ -277,6 +277,7 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int, decisiv
         role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
         quote = e.fields.get("quote")
         text = quote if isinstance(quote, str) else e.text
+        text = (text.strip().splitlines() or [""])[0]  # a block's event cites its first line
         out.append(EvidenceItem(e.loc.file, e.loc.line, text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
         if len(out) >= limit:
             break
