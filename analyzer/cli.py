@@ -218,7 +218,9 @@ def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | N
         try:
             write_plot(result, plot)
         except ImportError as exc:
-            click.echo(f"postmortem: --plot needs matplotlib ({exc}); install the ml extra: pip install 'postmortem[ml]'", err=True)
+            click.echo(
+                f"postmortem: --plot needs matplotlib ({exc}); install the ml extra: pip install 'postmortem[ml]'", err=True
+            )
     click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True) if fmt == "json" else render_text(result), nl=False)
     if min_accuracy is not None and result.accuracy() < min_accuracy:
         sys.exit(1)

@@ -105,7 +105,15 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     read_any = any(s.status == "parsed" and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
     failed = bool(failure_evidence(events, findings)) or not read_any
     return Analysis(
-        run_dir, ingested.sources, events, findings, rule, ingested.warnings + rank_notes + clock_notes, sigs, failed, finished(events)
+        run_dir,
+        ingested.sources,
+        events,
+        findings,
+        rule,
+        ingested.warnings + rank_notes + clock_notes,
+        sigs,
+        failed,
+        finished(events),
     )
 
 
@@ -266,7 +274,9 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int, decisiv
         order = 0 if role is Role.ROOT_CAUSE else 1 if role is Role.CONTEXT else 2
         chosen.append((order, f))
     first = (decisive.event.loc.file, decisive.event.loc.line) if decisive is not None else None
-    chosen.sort(key=lambda rf: (rf[0], (rf[1].event.loc.file, rf[1].event.loc.line) != first, finding_key(rf[1]), -rf[1].confidence))
+    chosen.sort(
+        key=lambda rf: (rf[0], (rf[1].event.loc.file, rf[1].event.loc.line) != first, finding_key(rf[1]), -rf[1].confidence)
+    )
     out: list[EvidenceItem] = []
     seen: set[tuple[str, int | None]] = set()
     for rank_order, f in chosen:

@@ -34,7 +34,9 @@ class Decision:
     root_findings: list[Finding]
     alternatives: list[tuple[Category, str | None, float]]
     notes: list[str] = field(default_factory=list)
-    decided_by: str = "rules"  # rules | model: whose calibration table applies; abstain: neither (none, or unknown for want of evidence)
+    decided_by: str = (
+        "rules"  # rules | model: whose calibration table applies; abstain: neither (none, or unknown for want of evidence)
+    )
 
 
 def _standalone(f: Finding, standalone_ids: set[str]) -> bool:
