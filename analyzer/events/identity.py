@@ -16,7 +16,7 @@ Where none does and the job spans nodes, the local rank is kept and a warning sa
 A host printed in the lines (NCCL's `host:pid:tid`, the summary's `host :`) beats the folder name
 a file was found under, and a rank's host and pid learned from any of its lines apply to all of
 them. An event without its own time takes the time torchrun's summary or error.json gives its
-rank's failure, marked approximate.
+rank's failure, marked approximate (`date_events`, after pids have tied kernel records to ranks).
 """
 
 from __future__ import annotations
@@ -29,7 +29,14 @@ from analyzer.model import Event, EventKind
 _NOT_A_HOST = (None, "", "localhost", "127.0.0.1")
 # what a rank prints as it fails: these take its failure's time when they have none of their own
 _DATED_BY_FAILURE = frozenset(
-    {EventKind.TRACEBACK, EventKind.FAULTHANDLER, EventKind.SIGNAL, EventKind.LAUNCHER_EXIT, EventKind.WATCHDOG}
+    {
+        EventKind.TRACEBACK,
+        EventKind.FAULTHANDLER,
+        EventKind.SIGNAL,
+        EventKind.LAUNCHER_EXIT,
+        EventKind.WATCHDOG,
+        EventKind.OOM_KILL,
+    }
 )
 
 
@@ -89,8 +96,7 @@ def globalize(events: list[Event], source_hosts: dict[str, str | None] | None = 
                 f"{file}: ranks {', '.join(map(str, sorted(tees)))} are local ranks (torchrun's [defaultN]: prefix); "
                 "no line of the file maps them to global ranks"
             )
-    out = _hosts_and_pids(out, source_hosts or {})
-    return _times(out), warnings
+    return _hosts_and_pids(out, source_hosts or {}), warnings
 
 
 def _multi_node(events: list[Event], unmapped: dict[str, set[int]]) -> bool:
@@ -131,24 +137,40 @@ def _hosts_and_pids(events: list[Event], source_hosts: dict[str, str | None]) ->
     return out
 
 
-def _times(events: list[Event]) -> list[Event]:
-    """An event of a rank without a clock takes the time torchrun's summary or error.json gives
-    that rank's failure (approximate)."""
+def _stream(e: Event) -> tuple[str, object]:
+    tee = e.fields.get("tee_rank")
+    return (e.loc.file, ("local", tee) if isinstance(tee, int) else ("rank", e.rank))
+
+
+def date_events(events: list[Event]) -> list[Event]:
+    """An event of a failing rank without a clock takes the nearest earlier time of its own
+    stream (the same file and prefix), else the time torchrun's summary or error.json gives that
+    rank's failure; both approximate."""
     failed_at: dict[int, float] = {}
     for e in events:
         if e.kind is EventKind.ELASTIC_FAILURE and e.rank is not None and e.time is not None:
             failed_at[e.rank] = min(failed_at.get(e.rank, e.time), e.time)
-    if not failed_at:
-        return events
+    last_time: dict[tuple[str, object], list[tuple[int, float]]] = defaultdict(list)
+    for e in events:
+        if e.time is not None and not e.time_approx and e.loc.line:
+            last_time[_stream(e)].append((e.loc.line, e.time))
+    for times in last_time.values():
+        times.sort()
     out = []
     for e in events:
         dated = e.kind in _DATED_BY_FAILURE or (e.kind is EventKind.LINE and not e.fields.get("generic"))
-        if e.time is None and e.rank is not None and e.rank in failed_at and dated:
-            e = replace(
-                e,
-                time=failed_at[e.rank],
-                time_approx=True,
-                fields={**e.fields, "time_from": "the time torchrun's summary or error.json gives this rank's failure"},
-            )
+        if e.time is None and dated:
+            earlier = [t for line, t in last_time.get(_stream(e), []) if e.loc.line and line < e.loc.line]
+            if earlier:
+                e = replace(
+                    e, time=earlier[-1], time_approx=True, fields={**e.fields, "time_from": "the nearest earlier time of its stream"}
+                )
+            elif e.rank is not None and e.rank in failed_at:
+                e = replace(
+                    e,
+                    time=failed_at[e.rank],
+                    time_approx=True,
+                    fields={**e.fields, "time_from": "the time torchrun's summary or error.json gives this rank's failure"},
+                )
         out.append(e)
     return out

@@ -176,7 +176,8 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
 # process means the process went on
 _NOT_GOING_ON = re.compile(
     CONTEXT_PATTERN + r"|Traceback|During handling|The above exception|^\s|^\^|torch[./]distributed|ChildFailedError|"
-    r"signal|exitcode|exit code|^[IWEF]\d{4} |^\[[IWEF]\d{4}|^=+$|^-+$"
+    r"(?:Error|Exception|Interrupt|Exit)\b|[Kk]ill|[Ss]ignal|[Ss]hutting|[Ee]xit|[Aa]bort|[Tt]erminat|"
+    r"^[IWEF]\d{4} |^\[[IWEF]\d{4}|^=+$|^-+$"
 )
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from statistics import median
 
 from analyzer.events.clock import parse_time, year_of
-from analyzer.events.identity import globalize
+from analyzer.events.identity import date_events, globalize
 from analyzer.model import Event, EventKind
 
 
@@ -28,7 +28,7 @@ def normalize(events: list[Event], source_hosts: dict[str, str | None] | None = 
             e = replace(e, time=t, time_approx=approx)
         out.append(e)
     out, warnings = globalize(out, source_hosts)
-    return join_identities(anchor_uptime(out)), warnings
+    return date_events(join_identities(anchor_uptime(out))), warnings
 
 
 def anchor_uptime(events: list[Event]) -> list[Event]:
