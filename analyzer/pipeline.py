@@ -1,46 +1,34 @@
-"""`analyze`: a run dir in, a Report out. sources -> scan -> parse -> events -> correlate ->
-signatures -> classify -> report object."""
+"""`analyze`: a run dir in, a Report out. The stages, in order:
+
+sources (discover) -> ingest (read, scan, parse each file) -> events (normalise) ->
+correlate (clocks, version skew, the job as a whole) -> signatures (find) -> classify (rules,
+then the model) -> report (build) -> redact.
+"""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analyzer import __version__
 from analyzer.classify.abstain import failure_evidence, finished, mark_logged
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
-from analyzer.classify.features import normalize as normalize_words
 from analyzer.classify.model import Model, shipped_model
-from analyzer.classify.rules import Decision, decide
-from analyzer.correlate.blame import blamed_rank, stalled_rank
-from analyzer.correlate.clocks import align_clocks
-from analyzer.correlate.order import cascade, finding_key, timeline
-from analyzer.correlate.versions import cuda_gap_events, version_skew_events
+from analyzer.classify.rules import Decision, core_context, decide
+from analyzer.correlate import correlate
+from analyzer.correlate.order import finding_key
 from analyzer.events.ingest import build_scanner, ingest
 from analyzer.events.normalize import normalize
-from analyzer.model import (
-    Alternative,
-    Category,
-    Event,
-    EventKind,
-    EvidenceItem,
-    Finding,
-    FirstFailure,
-    Report,
-    Role,
-    SourceInfo,
-    SourceKind,
-    Verdict,
-)
+from analyzer.model import Event, Finding, Report, Role, SourceInfo, SourceKind, SourceStatus
 from analyzer.redact import redact
-from analyzer.signatures.loader import Signature, category_titles, database
+from analyzer.report.build import build_report, fingerprint, first_rank, normalize_text
+from analyzer.signatures.loader import Signature, database, line_patterns
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
 from analyzer.sources.discover import discover
+
+__all__ = ["Analysis", "Options", "analyze", "collect", "first_rank", "fingerprint", "normalize_text"]
 
 
 @dataclass(frozen=True)
@@ -49,18 +37,6 @@ class Options:
     core_timeout: float = 60.0
     redact: bool = True
     max_evidence: int = 40
-
-
-def normalize_text(text: str) -> str:
-    """The words of a line with numbers, hex, paths and source files masked (as the classifier sees them)."""
-    return " ".join(normalize_words(text))[:200]
-
-
-def fingerprint(category: str, subcategory: str | None, findings: list[Finding]) -> str:
-    sigs = sorted({f.signature for f in findings})
-    texts = sorted({normalize_text(f.event.message) for f in findings})[:3]
-    raw = "|".join([category, subcategory or "", *sigs, *texts])
-    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
@@ -74,7 +50,8 @@ class Analysis:
     rule: Decision
     warnings: list[str]
     signatures: list[Signature]
-    failed: bool = True  # some event or finding shows a failure
+    single_process: bool
+    failed: bool = True  # some event or finding shows a failure (classify/abstain.py)
     finished: bool = False  # a launcher said the job finished well
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
@@ -84,36 +61,26 @@ class Analysis:
 
 
 def collect(run_dir: Path, options: Options | None = None, signatures: list[Signature] | None = None) -> Analysis:
+    """The stages up to the rules' decision."""
     opts = options or Options()
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
-    scanner = build_scanner(sigs)
-    ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
+    ingested = ingest(sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout)
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
-    events, clock_notes = align_clocks(normalized)
-    events = mark_logged(events)
-    events += version_skew_events(events) + cuda_gap_events(events)
-    findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)
-    # a traceback the program caught and logged explains nothing: context at most
+    job = correlate(mark_logged(normalized))
+    findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
+    # a traceback the program caught (logged, or its process went on) explains nothing: context at most
     findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
     standalone = {s.id for s in sigs if s.extra.get("standalone")}
-    launcher_roots = {
-        e.rank for e in events if e.kind is EventKind.ELASTIC_FAILURE and e.fields.get("root_cause") and e.rank is not None
-    }
-    rule = decide(findings, standalone, _context(findings), launcher_roots)
+    rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
+    warnings = ingested.warnings + rank_notes + job.notes
     # with no log read at all there is nothing to say "no failure" about: the verdict stays unknown
-    read_any = any(s.status == "parsed" and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
-    failed = bool(failure_evidence(events, findings)) or not read_any
+    read_any = any(
+        s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources
+    )
+    failed = bool(failure_evidence(job.events, findings)) or not read_any
     return Analysis(
-        run_dir,
-        ingested.sources,
-        events,
-        findings,
-        rule,
-        ingested.warnings + rank_notes + clock_notes,
-        sigs,
-        failed,
-        finished(events),
+        run_dir, ingested.sources, job.events, findings, rule, warnings, sigs, job.single_process, failed, finished(job.events)
     )
 
 
@@ -132,196 +99,5 @@ def analyze(
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
     decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished)
-    return build_report(a, decision, opts)
-
-
-def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
-    run_dir, findings, events = a.run_dir, a.findings, a.events
-    taxonomy_titles = category_titles()
-
-    root = decision.root
-    if root is not None and decision.category is not Category.UNKNOWN:
-        rank, host = first_rank(decision, _single_process(events), events, findings)
-        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
-        remediation = _remediation(decision.root_findings)
-        chain = cascade(root, findings, decision.category.value)
-        title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
-        explanation = _explain(root, decision.root_findings, chain, decision.notes)
-    else:
-        first = FirstFailure()
-        remediation = ()
-        chain = []
-        if decision.category is Category.NONE:
-            title = taxonomy_titles.get(Category.NONE.value, "No failure found")
-        elif decision.category is Category.UNKNOWN:
-            title = "Root cause unknown"
-        else:  # the classifier's call from the whole picture, with no line that names the cause
-            title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
-        explanation = "; ".join(decision.notes) or "no signature explains this failure"
-    fp = fingerprint(decision.category.value, decision.subcategory, decision.root_findings[:5])
-    verdict = Verdict(
-        category=decision.category,
-        subcategory=decision.subcategory,
-        confidence=decision.confidence,
-        title=title,
-        explanation=explanation,
-        first_failure=first,
-        remediation=remediation,
-        signatures=tuple(sorted({f.signature for f in decision.root_findings})),
-        fingerprint=fp,
-    )
-    evidence = _evidence(findings, decision.root_findings, opts.max_evidence, decision.root)
-    report = Report(
-        run_dir=str(run_dir),
-        verdict=verdict,
-        alternatives=tuple(Alternative(c, s, conf) for c, s, conf in decision.alternatives),
-        cascade=tuple(chain),
-        evidence=tuple(evidence),
-        timeline=tuple(timeline(events, findings)),
-        sources=tuple(a.sources),
-        missing_evidence=tuple(_missing(a.sources, events, findings, decision.category)),
-        warnings=tuple(a.warnings),
-        tool_version=__version__,
-    )
+    report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)
     return redact(report) if opts.redact else report
-
-
-def first_rank(
-    decision: Decision, single_process: bool, events: list[Event] | None = None, findings: list[Finding] | None = None
-) -> tuple[int | None, str | None]:
-    """The first failing rank and host of a decision: the root event's, else one that another
-    line of the same cause names (the launcher's view of the death), else 0 for a job that was
-    one process."""
-    root = decision.root
-    if root is None:
-        return None, None
-    rank, host = root.event.rank, root.event.host
-    if decision.category is Category.HANG:
-        blamed = blamed_rank(decision.root_findings)
-        if blamed is None and events is not None:
-            stalled = stalled_rank(events, findings or decision.root_findings)
-            blamed = stalled[0] if stalled else None
-        if blamed is not None:
-            if blamed != rank and events is not None:  # the host its own lines name
-                host = next((e.host for e in events if e.rank == blamed and e.host not in (None, "localhost", "127.0.0.1")), None)
-            return blamed, host
-    if rank is None:
-        named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
-        if named is not None:
-            rank, host = named.rank, host or named.host
-    if rank is None and single_process:
-        rank = 0
-    return rank, host
-
-
-def _single_process(events: list[Event]) -> bool:
-    """No event names a rank, a world size above one, or a launcher's per-rank failure."""
-    for e in events:
-        if e.rank is not None or e.kind in (EventKind.ELASTIC_FAILURE, EventKind.WATCHDOG):
-            return False
-        nranks = e.fields.get("nranks")
-        if isinstance(nranks, int) and nranks > 1:
-            return False
-        if e.fields.get("local_rank") is not None:
-            return False
-    return True
-
-
-def _context(findings: list[Finding]) -> dict[str, bool]:
-    ctx = {"core_regular_file": False, "core_dev_shm": False}
-    for f in findings:
-        if f.event.kind is EventKind.CORE:
-            ctx["core_regular_file"] |= bool(f.event.fields.get("fault_in_regular_file"))
-            ctx["core_dev_shm"] |= bool(f.event.fields.get("fault_in_dev_shm"))
-    return ctx
-
-
-def _remediation(roots: list[Finding]) -> tuple[str, ...]:
-    out: list[str] = []
-    for f in roots:
-        for r in f.remediation:
-            if r not in out:
-                out.append(r)
-    return tuple(out[:8])
-
-
-def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes: list[str]) -> str:
-    where = f"{root.event.loc.file}:{root.event.loc.line}"
-    who = f"rank {root.event.rank}" if root.event.rank is not None else "the job"
-    if root.event.host:
-        who += f" on {root.event.host}"
-    parts = [f"{root.summary} ({who}, {where})."]
-    others = len({(f.event.loc.file, f.event.loc.line) for f in roots}) - 1
-    if others > 0:
-        parts.append(f"{others} more line(s) point the same way.")
-    if chain:
-        parts.append(f"{len(chain)} kind(s) of error on other ranks or later follow from it.")
-    parts.extend(n[0].upper() + n[1:] + "." for n in notes[:3])
-    return " ".join(parts)
-
-
-def _evidence(findings: list[Finding], roots: list[Finding], limit: int, decisive: Finding | None = None) -> list[EvidenceItem]:
-    """One row per line (the line at file:line, quoted as the file has it), the decisive line
-    first, then the other root-cause lines, context and symptoms, each in time order."""
-    root_ids = {id(f) for f in roots}
-    chosen: list[tuple[int, Finding]] = []
-    per_sig: dict[str, int] = {}
-    for f in findings:
-        role = Role.ROOT_CAUSE if id(f) in root_ids else (Role.CONTEXT if f.role is Role.CONTEXT else Role.SYMPTOM)
-        per_sig[f.signature] = per_sig.get(f.signature, 0) + 1
-        if role is not Role.ROOT_CAUSE and per_sig[f.signature] > 3:
-            continue
-        order = 0 if role is Role.ROOT_CAUSE else 1 if role is Role.CONTEXT else 2
-        chosen.append((order, f))
-    first = (decisive.event.loc.file, decisive.event.loc.line) if decisive is not None else None
-    chosen.sort(
-        key=lambda rf: (rf[0], (rf[1].event.loc.file, rf[1].event.loc.line) != first, finding_key(rf[1]), -rf[1].confidence)
-    )
-    out: list[EvidenceItem] = []
-    seen: set[tuple[str, int | None]] = set()
-    for rank_order, f in chosen:
-        e = f.event
-        if (e.loc.file, e.loc.line) in seen:
-            continue  # the same line, named by a second signature: one row
-        seen.add((e.loc.file, e.loc.line))
-        role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
-        quote = e.fields.get("quote")
-        text = quote if isinstance(quote, str) else e.text
-        text = (text.strip().splitlines() or [""])[0]  # a block's event cites its first line
-        out.append(EvidenceItem(e.loc.file, e.loc.line, text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
-        if len(out) >= limit:
-            break
-    return out
-
-
-def _missing(sources: list, events: list, findings: list[Finding], category: Category) -> list[str]:
-    kinds = {s.kind for s in sources if s.status == "parsed"}
-    out: list[str] = []
-    if not sources:
-        out.append("the run dir holds no files: point postmortem at the directory the job wrote its logs to")
-        return out
-    if SourceKind.KERNEL_LOG not in kinds:
-        hosts = sorted({s.host for s in sources if s.host})
-        where = f" from host(s) {', '.join(hosts[:8])}" if hosts else ""
-        out.append(
-            f"no kernel log{where}: save `dmesg -T` (or `journalctl -k`) of every node after a failure; it shows OOM kills, Xid and PCIe errors"
-        )
-    has_nccl = any(e.kind in (EventKind.NCCL, EventKind.VERSION) or "NCCL INFO" in e.text for e in events)
-    if not has_nccl:
-        out.append(
-            "no NCCL debug output: run with NCCL_DEBUG=INFO (and NCCL_DEBUG_FILE=nccl.%h.%p.log) to see transports, versions and bus ids"
-        )
-    sigs = {f.signature for f in findings}
-    if any("sigbus" in s or "bus_error" in s for s in sigs) and SourceKind.CORE_DUMP not in kinds:
-        out.append(
-            "a Bus error without a core: record `df -h /dev/shm` and keep the core (`ulimit -c unlimited`) to tie the SIGBUS to the file it hit"
-        )
-    if any("sigkill" in s for s in sigs) and SourceKind.KERNEL_LOG not in kinds:
-        out.append("a rank died of SIGKILL: the kernel log would say whether the OOM killer did it")
-    if not any(e.kind is EventKind.TRACEBACK for e in events) and category in (Category.UNKNOWN, Category.USER_CODE):
-        out.append(
-            "no Python traceback from the failing rank: decorate the entry point with torch.distributed.elastic.multiprocessing.errors.record"
-        )
-    if not any(e.kind is EventKind.ELASTIC_FAILURE for e in events) and category is Category.UNKNOWN:
-        out.append("no launcher summary: keep torchrun's output (--log-dir, --tee 3) so the first failing rank is known")
-    return out

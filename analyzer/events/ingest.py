@@ -10,14 +10,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind
+from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
 from analyzer.parse import torchelastic
 from analyzer.parse.base import Region
+from analyzer.parse.core_event import core_events
 from analyzer.parse.prefix import Prefix, split_prefix
 from analyzer.parse.registry import parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import Hit
-from analyzer.signatures.loader import Signature
 from analyzer.sources.discover import SourceFile
 from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
 
@@ -67,27 +67,26 @@ class Ingested:
     warnings: list[str] = field(default_factory=list)
 
 
-_SCANNERS: dict[tuple[tuple[tuple[str, bool], ...], ...], Scanner] = {}
+_SCANNERS: dict[tuple[tuple[str, bool], ...], Scanner] = {}
 
 
-def build_scanner(signatures: Iterable[Signature]) -> Scanner:
-    """The scanner for these signatures (built once per process for the same patterns)."""
-    sigs = list(signatures)
-    key = tuple(s.line_patterns for s in sigs)
+def build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
+    """The scanner for the parsers' triggers plus these (regex, ignore_case) line patterns (the
+    signatures'), built once per process for the same patterns."""
+    key = tuple(line_patterns)
     if key not in _SCANNERS:
         _SCANNERS.clear()
-        _SCANNERS[key] = _build_scanner(sigs)
+        _SCANNERS[key] = _build_scanner(key)
     return _SCANNERS[key]
 
 
-def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
+def _build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
     patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case) for stem, t in triggers()]
     seen: set[tuple[str, bool]] = set()
-    for sig in signatures:
-        for regex, icase in sig.line_patterns:
-            if (regex, icase) not in seen:
-                seen.add((regex, icase))
-                patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
+    for regex, icase in line_patterns:
+        if (regex, icase) not in seen:
+            seen.add((regex, icase))
+            patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
     patterns.append(Pattern(OUTCOME_PATTERN, OUTCOME_OWNER))
     patterns.append(Pattern(IDENTITY_PATTERN, IDENTITY_OWNER))
@@ -160,16 +159,33 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                     fields=fields,
                 )
             ]
-        for ev in parsed_here:
-            ev.fields.setdefault("source_kind", str(kind))
-            _local_rank_of(ev)
-            if ev.kind is EventKind.TRACEBACK and ev.end_line and _went_on(hit, ev.end_line, rank):
-                ev.fields["caught"] = True  # its process printed on as before: the exception was handled
-            at = (ev.loc.line or 0) - hit.line_no
-            if 0 < at < len(hit.lines):  # the event is dated to a later line of its block: quote that line
-                ev.fields.setdefault("quote", hit.lines[at])
-        events.extend(parsed_here)
+        events.extend(_with_source_kind(_placed(ev, hit, rank), kind, keep=True) for ev in parsed_here)
     return events
+
+
+def _with_source_kind(ev: Event, kind: SourceKind, keep: bool = False) -> Event:
+    """The event with the kind of file it came from (`source_kind`); `keep`: unless it has one."""
+    if keep and "source_kind" in ev.fields:
+        return ev
+    return replace(ev, fields={**ev.fields, "source_kind": str(kind)})
+
+
+def _placed(ev: Event, hit: Hit, file_rank: int | None) -> Event:
+    """The event with what its place in the file tells: torchrun's local rank (`tee_rank`, and
+    PyTorch's `[rankN]:` stacked after it), the line it cites when that is a later line of its
+    block (`quote`), and whether its process went on after a traceback (`caught`)."""
+    extra: dict[str, object] = {}
+    p = split_prefix(ev.text)
+    if p.local_rank is not None:  # the global rank is found later (events/identity.py)
+        extra["tee_rank"] = p.local_rank
+        if p.rank is not None:
+            extra["prefix_rank"] = p.rank
+    if ev.kind is EventKind.TRACEBACK and ev.end_line and _went_on(hit, ev.end_line, file_rank):
+        extra["caught"] = True  # its process printed on as before: the exception was handled
+    at = (ev.loc.line or 0) - hit.line_no
+    if 0 < at < len(hit.lines) and "quote" not in ev.fields:
+        extra["quote"] = hit.lines[at]
+    return replace(ev, fields={**ev.fields, **extra}) if extra else ev
 
 
 # what a dying process or its launcher prints after a traceback; any other line of the same
@@ -222,23 +238,13 @@ def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
     return False
 
 
-def _local_rank_of(ev: Event) -> None:
-    """Record torchrun's `[defaultN]:` local rank (and PyTorch's `[rankN]:` stacked after it) in the
-    event's fields: the global rank is found later (events/identity.py)."""
-    p = split_prefix(ev.text)
-    if p.local_rank is not None:
-        ev.fields["tee_rank"] = p.local_rank
-        if p.rank is not None:
-            ev.fields["prefix_rank"] = p.rank
-
-
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
     try:
         result = scanner.scan(iter_chunks(src.path, src.compression))
-        status, note = "parsed", ""
+        status, note = SourceStatus.PARSED, ""
     except ReadProblem as exc:
         result = None
-        status, note = "error", str(exc)
+        status, note = SourceStatus.ERROR, str(exc)
     if result is None:
         out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, status, note, src.rank, src.host))
         return
@@ -254,9 +260,7 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
 
 def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
     text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
-    events = torchelastic.parse_error_json(text, src.rel, src.rank, src.host)
-    for ev in events:
-        ev.fields["source_kind"] = str(src.kind)
+    events = [_with_source_kind(ev, src.kind) for ev in torchelastic.parse_error_json(text, src.rel, src.rank, src.host)]
     out.events.extend(events)
     bad = any(e.kind == EventKind.UNPARSED for e in events)
     out.sources.append(
@@ -265,7 +269,7 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
             src.kind,
             src.size,
             text.count("\n") + 1,
-            "error" if bad else "parsed",
+            SourceStatus.ERROR if bad else SourceStatus.PARSED,
             "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""),
             src.rank,
             src.host,
@@ -284,19 +288,20 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
         bt = parse_text(text)
     except Exception as exc:
         out.sources.append(
-            SourceInfo(src.rel, src.kind, src.size, lines, "error", f"backtrace not understood: {exc}", src.rank, src.host)
+            SourceInfo(
+                src.rel, src.kind, src.size, lines, SourceStatus.ERROR, f"backtrace not understood: {exc}", src.rank, src.host
+            )
         )
         return
     first = text.split("\n", 1)[0]
     ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
-    ev.fields["source_kind"] = str(src.kind)
     fault = fault_from_text(text)
-    ev.fields.update(fault)
+    ev = replace(ev, fields={**ev.fields, "source_kind": str(src.kind), **fault})
     if fault.get("fault_mapping"):
         ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
     out.sources.append(
-        SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host)
+        SourceInfo(src.rel, src.kind, src.size, lines, SourceStatus.PARSED, "cut at 16 MiB" if cut else "", src.rank, src.host)
     )
 
 
@@ -305,21 +310,27 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
         from analyzer.sources import coredump
     except ImportError:
         out.sources.append(
-            SourceInfo(src.rel, src.kind, src.size, None, "skipped", "core analysis not available", src.rank, src.host)
+            SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "core analysis not available", src.rank, src.host)
         )
         return
     try:
         info = coredump.analyze_core(src.path, timeout=core_timeout)
     except Exception as exc:  # CoreError and anything gdb did
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host))
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host))
         out.warnings.append(f"{src.rel}: core not analyzed: {exc}")
         return
-    events = coredump.core_events(info, src.rel)
-    events = [replace(e, rank=e.rank if e.rank is not None else src.rank, host=e.host or src.host) for e in events]
-    for ev in events:
-        ev.fields["source_kind"] = str(src.kind)
+    events = core_events(info, src.rel)
+    events = [
+        replace(
+            e,
+            rank=e.rank if e.rank is not None else src.rank,
+            host=e.host or src.host,
+            fields={**e.fields, "source_kind": str(src.kind)},
+        )
+        for e in events
+    ]
     out.events.extend(events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "parsed", "", src.rank, src.host))
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.PARSED, "", src.rank, src.host))
 
 
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
@@ -328,9 +339,9 @@ _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
 def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0) -> Ingested:
     out = Ingested()
     for src in sources:
-        if src.status in ("skipped", "error"):
+        if src.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
             note = src.note
-            if src.status == "skipped" and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
+            if src.status == SourceStatus.SKIPPED and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
                 note = "named like a core dump but not an ELF core file"
                 out.warnings.append(f"{src.rel}: {note}")
             out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))

@@ -13,7 +13,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.model import SourceKind
+from analyzer.model import SourceKind, SourceStatus
 from analyzer.sources.reader import compression_of, read_head
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
@@ -43,7 +43,7 @@ class SourceFile:
     compression: str | None
     rank: int | None
     host: str | None
-    status: str = "pending"  # pending | skipped | error
+    status: SourceStatus = SourceStatus.PENDING
     note: str = ""
 
 
@@ -102,7 +102,7 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def _skipped(path: Path, root: Path, note: str, status: str = "skipped", size: int = 0) -> SourceFile:
+def _skipped(path: Path, root: Path, note: str, status: SourceStatus = SourceStatus.SKIPPED, size: int = 0) -> SourceFile:
     rank, host = rank_host_from_path(_rel(path, root))
     return SourceFile(path, _rel(path, root), SourceKind.OTHER, size, None, rank, host, status, note)
 
@@ -119,17 +119,17 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     try:
         st = path.stat()
     except OSError as exc:
-        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status="error")
+        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status=SourceStatus.ERROR)
     if not stat.S_ISREG(st.st_mode):
         what = "FIFO" if stat.S_ISFIFO(st.st_mode) else "special file"
         return _skipped(path, root, f"{what}, not read")
     if not os.access(path, os.R_OK):
-        return _skipped(path, root, "permission denied", status="error", size=st.st_size)
+        return _skipped(path, root, "permission denied", status=SourceStatus.ERROR, size=st.st_size)
     try:
         with path.open("rb") as raw:
             raw_head = raw.read(64)
     except OSError as exc:
-        return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status="error", size=st.st_size)
+        return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status=SourceStatus.ERROR, size=st.st_size)
     if st.st_size == 0:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
@@ -137,9 +137,9 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     kind = sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
-    status = "pending"
+    status = SourceStatus.PENDING
     if kind is SourceKind.OTHER:
-        status, note = "skipped", "binary or unrecognised content"
+        status, note = SourceStatus.SKIPPED, "binary or unrecognised content"
     return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note)
 
 

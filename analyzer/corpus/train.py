@@ -18,10 +18,12 @@ from typing import Any
 import yaml
 
 from analyzer.classify.combine import combine
-from analyzer.classify.evaluate import CaseResult, EvalResult, find_cases
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
+from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases
 from analyzer.model import Category, Event, Finding
+from analyzer.pipeline import Options, collect
+from analyzer.report.build import first_rank
 
 ML_HINT = "pip install 'postmortem[ml]' (scikit-learn, numpy, matplotlib)"
 
@@ -56,8 +58,6 @@ class Sample:
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
-    from analyzer.pipeline import Options, _single_process, collect
-
     samples = []
     for case_dir in find_cases(root):
         try:
@@ -83,7 +83,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.findings,
                 ff.get("rank"),
                 str(label.get("split", "")),
-                _single_process(a.events),
+                a.single_process,
                 a.events,
             )
         )
@@ -94,6 +94,8 @@ def fit(samples: list[Sample], calibration: dict[str, list[list[float]]] | None 
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
 
+    # the model chooses between failure categories; a healthy job's `none` is the abstention's call
+    samples = [s for s in samples if s.label != Category.NONE.value]
     df: Counter[str] = Counter()
     for s in samples:
         df.update(set(s.tokens))
@@ -230,8 +232,6 @@ def binned_isotonic_table(pairs: list[tuple[float, float]], prior: float = 5.0) 
 def cross_validate(root: Path, k: int = 5) -> EvalResult:
     result = EvalResult()
     samples = load_samples(root, result.errors)
-    from analyzer.pipeline import first_rank
-
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
         rank, _host = first_rank(d, s.single_process, s.events, s.findings)
         result.results.append(
