@@ -75,9 +75,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     warnings = ingested.warnings + rank_notes + job.notes
     # with no log read at all there is nothing to say "no failure" about: the verdict stays unknown
-    read_any = any(
-        s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources
-    )
+    read_any = any(s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
     failed = bool(failure_evidence(job.events, findings)) or not read_any
     return Analysis(
         run_dir, ingested.sources, job.events, findings, rule, warnings, sigs, job.single_process, failed, finished(job.events)

@@ -163,7 +163,10 @@ def date_events(events: list[Event]) -> list[Event]:
             earlier = [t for line, t in last_time.get(_stream(e), []) if e.loc.line and line < e.loc.line]
             if earlier:
                 e = replace(
-                    e, time=earlier[-1], time_approx=True, fields={**e.fields, "time_from": "the nearest earlier time of its stream"}
+                    e,
+                    time=earlier[-1],
+                    time_approx=True,
+                    fields={**e.fields, "time_from": "the nearest earlier time of its stream"},
                 )
             elif e.rank is not None and e.rank in failed_at:
                 e = replace(

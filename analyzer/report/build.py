@@ -32,7 +32,6 @@ from analyzer.model import (
 from analyzer.signatures.loader import category_titles
 from analyzer.signatures.taxonomy import missing_evidence_hints
 
-
 _NOT_A_HOST = (None, "", "localhost", "127.0.0.1")
 
 
