@@ -170,3 +170,37 @@ def test_every_evidence_row_quotes_the_line_it_cites(case: Path) -> None:
 def test_no_failure_is_invented_on_the_healthy_corpus(case: Path) -> None:
     report = analyze(case)
     assert report.verdict.category.value == "none", [e.text for e in report.evidence[:3]]
+
+
+# --- on the lab's run dirs (real torchrun, gloo) and the version-mismatch fixture --------------
+
+
+def test_lab_4_node_tee_oom_names_the_global_rank_its_host_and_time() -> None:
+    # 4 nodes x 2, --tee: the victim is local rank 1 on labnode3, global rank 5
+    report = analyze(REPO / "corpora" / "lab" / "lab-oom-cascade-007")
+    ff = report.verdict.first_failure
+    assert report.verdict.category.value == "oom_cascade"
+    assert (ff.rank, ff.host) == (5, "labnode3")
+    assert ff.time is not None
+    assert all(5 not in c.ranks for c in report.cascade)  # the victim is not its own cascade
+
+
+def test_lab_2_node_stall_names_the_stalled_rank() -> None:
+    # rank 2 (local rank 0 on labnode2) stalls in data loading; ranks 0, 1 and 3 time out
+    report = analyze(REPO / "corpora" / "lab" / "lab-hang-007")
+    assert report.verdict.category.value == "hang"
+    assert (report.verdict.first_failure.rank, report.verdict.first_failure.host) == (2, "labnode2")
+
+
+def test_lab_finished_2_node_job_is_none() -> None:
+    report = analyze(REPO / "corpora" / "healthy" / "lab-healthy-001")
+    assert report.verdict.category.value == "none" and not report.evidence
+
+
+def test_deepspeed_torch_cu128_on_a_driver_for_cuda_12_1_exiting_minus_11() -> None:
+    report = analyze(REPO / "tests" / "fixtures" / "version_mismatch" / "deepspeed-cu128-driver121")
+    v = report.verdict
+    assert v.category.value == "version_mismatch" and v.subcategory == "version_mismatch.driver_too_old"
+    assert "CUDA 12.8" in v.explanation and "CUDA 12.1" in v.explanation
+    texts = [e.text for e in report.evidence if e.role.value == "root_cause"]
+    assert any("2.7.0+cu128" in t for t in texts) and any("CUDA Version: 12.1" in t for t in texts)
