@@ -55,6 +55,8 @@ class Sample:
     split: str
     single_process: bool = False
     events: list[Event] = field(default_factory=list)
+    failed: bool = True  # the analysis found failure evidence (classify/abstain.py)
+    finished: bool = False
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
@@ -85,6 +87,8 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 str(label.get("split", "")),
                 a.single_process,
                 a.events,
+                a.failed,
+                a.finished,
             )
         )
     return samples
@@ -161,8 +165,8 @@ def folds(samples: list[Sample], k: int) -> list[list[int]]:
     return [sorted(f) for f in out if f]
 
 
-def _decide(model: Model, s: Sample) -> Decision:
-    return combine(s.rule, s.findings, model, s.structured, s.tokens)
+def _decide(model: Model | None, s: Sample) -> Decision:
+    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished)
 
 
 def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:
@@ -174,7 +178,8 @@ def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[S
         if len({s.label for s in train}) < 2:  # nothing to learn from: the rules decide alone
             for i in test_idx:
                 s = samples[i]
-                results.append((s, s.rule, "rules", s.rule.confidence))
+                d = _decide(None, s)
+                results.append((s, d, d.decided_by, d.confidence))
             continue
         calibration = fit_calibration(train, max(2, min(k, 3))) if calibrated else None
         model = fit(train, calibration)
