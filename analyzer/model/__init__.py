@@ -224,6 +224,7 @@ class FirstFailure:
     time: float | None = None
     file: str | None = None
     line: int | None = None
+    time_approx: bool = False  # the time is borrowed (an earlier line of the stream, the launcher's record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +267,7 @@ class EvidenceItem:
     rank: int | None
     host: str | None
     time: float | None
+    time_approx: bool = False
 
 
 @dataclass(frozen=True, slots=True)

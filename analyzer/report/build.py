@@ -63,7 +63,14 @@ def build_report(
     root = decision.root
     if root is not None and decision.category not in (Category.UNKNOWN, Category.NONE):
         rank, host = first_rank(decision, single_process, events, findings)
-        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line)
+        first = FirstFailure(
+            rank,
+            host,
+            root.event.time,
+            root.event.loc.file,
+            root.event.loc.line,
+            root.event.time_approx and root.event.time is not None,
+        )
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
         title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
@@ -189,7 +196,8 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int, decisiv
         quote = e.fields.get("quote")
         text = quote if isinstance(quote, str) else e.text
         text = (text.strip().splitlines() or [""])[0]  # a block's event cites its first line
-        out.append(EvidenceItem(e.loc.file, e.loc.line, text[:500], f.signature, role, e.rank, e.host, e.time))
+        approx = e.time_approx and e.time is not None
+        out.append(EvidenceItem(e.loc.file, e.loc.line, text[:500], f.signature, role, e.rank, e.host, e.time, approx))
         if len(out) >= limit:
             break
     return out

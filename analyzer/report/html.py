@@ -116,7 +116,7 @@ def render_html(report: Report) -> str:
     if ff.file:
         who = (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on {ff.host}" if ff.host else "")
         out.append(
-            f"<p>First failure: {escape(who)}, {escape(format_time(ff.time) or 'time unknown')}, <code>{escape(ff.file)}:{ff.line}</code></p>"
+            f"<p>First failure: {escape(who)}, {escape(((format_time(ff.time) or '') + (' (approx.)' if ff.time_approx else '')) if ff.time else 'time unknown')}, <code>{escape(ff.file)}:{ff.line}</code></p>"
         )
     if report.alternatives:
         out.append(

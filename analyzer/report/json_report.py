@@ -24,7 +24,14 @@ def to_dict(report: Report) -> dict[str, Any]:
             "confidence": v.confidence,
             "title": v.title,
             "explanation": v.explanation,
-            "first_failure": {"rank": ff.rank, "host": ff.host, "time": format_time(ff.time), "file": ff.file, "line": ff.line},
+            "first_failure": {
+                "rank": ff.rank,
+                "host": ff.host,
+                "time": format_time(ff.time),
+                "time_approx": ff.time_approx,
+                "file": ff.file,
+                "line": ff.line,
+            },
             "remediation": list(v.remediation),
             "signatures": list(v.signatures),
             "fingerprint": v.fingerprint,
@@ -54,6 +61,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "rank": e.rank,
                 "host": e.host,
                 "time": format_time(e.time),
+                "time_approx": e.time_approx,
             }
             for e in report.evidence
         ],

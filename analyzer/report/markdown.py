@@ -25,7 +25,7 @@ def render_markdown(report: Report) -> str:
     if v.category.value != "none":  # a job with no failure has no first failure to place
         rows += [
             ("First failure", (f"rank {ff.rank}" if ff.rank is not None else "rank ?") + (f" on `{ff.host}`" if ff.host else "")),
-            ("When", format_time(ff.time) or "unknown"),
+            ("When", ((format_time(ff.time) or "") + (" (approximate)" if ff.time_approx else "")) if ff.time else "unknown"),
             ("Where", f"`{ff.file}:{ff.line}`" if ff.file else "unknown"),
         ]
     rows += [

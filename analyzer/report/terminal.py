@@ -43,7 +43,7 @@ def render_text(report: Report, color: bool = False, width: int = 110) -> str:
     head.append(v.explanation + "\n")
     if ff.file:
         head.append(
-            f"First failure: {_who(ff.rank, ff.host)}  {format_time(ff.time) or 'time unknown'}  {_where(ff.file, ff.line)}\n"
+            f"First failure: {_who(ff.rank, ff.host)}  {((format_time(ff.time) or '') + (' (approx.)' if ff.time_approx else '')) if ff.time else 'time unknown'}  {_where(ff.file, ff.line)}\n"
         )
     if report.alternatives:
         alts = ", ".join(f"{a.category.value} {a.confidence:.2f}" for a in report.alternatives)
