@@ -208,3 +208,60 @@ def test_deepspeed_torch_cu128_on_a_driver_for_cuda_12_1_exiting_minus_11() -> N
     assert "CUDA 12.8" in v.explanation and "CUDA 12.1" in v.explanation
     texts = [e.text for e in report.evidence if e.role.value == "root_cause"]
     assert any("2.7.0+cu128" in t for t in texts) and any("CUDA Version: 12.1" in t for t in texts)
+
+
+# --- flight-recorder dumps: the dump's own format (keys as PyTorch's flight recorder writes them)
+
+
+def _dump(rank: int, seqs: list[tuple[int, str]]) -> dict[str, object]:
+    entries = [
+        {
+            "record_id": i,
+            "pg_id": 0,
+            "process_group": ("0", "default_pg"),
+            "collective_seq_id": seq,
+            "p2p_seq_id": 0,
+            "op_id": seq,
+            "profiling_name": "nccl:all_reduce",
+            "input_sizes": [[3, 4]],
+            "input_dtypes": ["Float"],
+            "state": state,
+        }
+        for i, (seq, state) in enumerate(seqs)
+    ]
+    return {"version": "2.4", "rank": rank, "pg_config": {"0": {"name": "0", "desc": "default_pg"}}, "entries": entries}
+
+
+def test_flight_recorder_dumps_name_the_rank_that_fell_behind(tmp_path: Path) -> None:
+    import pickle
+
+    from analyzer.correlate.blame import stalled_rank
+    from analyzer.events.ingest import Ingested, ingest_flight_recorder
+    from analyzer.sources.discover import discover
+
+    (tmp_path / "nccl_trace_rank_0").write_bytes(pickle.dumps(_dump(0, [(1, "completed"), (2, "completed")])))
+    (tmp_path / "nccl_trace_rank_1").write_bytes(pickle.dumps(_dump(1, [(1, "completed")])))
+    (tmp_path / "trace_2.json").write_text(json.dumps(_dump(2, [(1, "completed"), (2, "started")])))
+    out = Ingested()
+    for src in discover(tmp_path):
+        assert src.kind.value == "flight_recorder", src.rel
+        ingest_flight_recorder(src, out)
+    assert {e.rank: e.fields["fr_last_seq"] for e in out.events} == {0: 2, 1: 1, 2: 2}
+    found = stalled_rank(out.events, [])
+    assert found is not None and found[0] == 1
+
+
+def test_a_pickle_that_names_a_callable_is_refused(tmp_path: Path) -> None:
+    import os
+    import pickle
+
+    from analyzer.sources.flight_recorder import read_dump
+
+    class Evil:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.getcwd, ())  # type: ignore[return-value]
+
+    path = tmp_path / "nccl_trace_rank_0"
+    path.write_bytes(pickle.dumps({"entries": [Evil()]}))
+    with pytest.raises(ValueError, match="refused"):
+        read_dump(path, path.name)

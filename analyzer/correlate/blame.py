@@ -49,6 +49,9 @@ def stalled_rank(events: list[Event], findings: list[Finding]) -> tuple[int, str
     """The rank that never came to the collective the others timed out in: every known rank but
     one reported a timeout, and that one reported none (it was stopped later by the launcher's
     SIGTERM, or left no word). Returns the rank and why it is blamed."""
+    behind = _behind_in_flight_recorder(events)
+    if behind is not None:
+        return behind
     timed_out = {
         f.event.rank for f in findings if f.category is Category.HANG and f.role is not Role.CONTEXT and f.event.rank is not None
     }
@@ -76,3 +79,28 @@ def stalled_rank(events: list[Event], findings: list[Finding]) -> tuple[int, str
     )
     how = "stopped later by the launcher" if stopped else "left no error"
     return rank, f"every other rank timed out in a collective; rank {rank} never reported a timeout ({how})"
+
+
+def _behind_in_flight_recorder(events: list[Event]) -> tuple[int, str] | None:
+    """With flight-recorder dumps of two or more ranks: the one rank whose last collective on the
+    default process group (the lowest group id) is behind every other rank's."""
+    last: dict[int, int] = {}
+    groups = {str(e.fields["fr_group"]) for e in events if "fr_group" in e.fields}
+    if not groups:
+        return None
+    default = min(groups, key=lambda g: (len(g), g))
+    for e in events:
+        seq = e.fields.get("fr_last_seq")
+        if e.rank is not None and isinstance(seq, int) and str(e.fields.get("fr_group")) == default:
+            last[e.rank] = max(seq, last.get(e.rank, -1))
+    if len(last) < 2:
+        return None
+    low = min(last.values())
+    laggards = [r for r, s in last.items() if s == low]
+    if len(laggards) != 1 or low == max(last.values()):
+        return None
+    rank = laggards[0]
+    return (
+        rank,
+        f"the flight recorder shows rank {rank} stopped at collective #{low} while the others went on to #{max(last.values())}",
+    )

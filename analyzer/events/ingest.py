@@ -19,6 +19,7 @@ from analyzer.parse.registry import parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import Hit
 from analyzer.sources.discover import SourceFile
+from analyzer.sources.flight_recorder import read_dump
 from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
 
 SIGNATURE_OWNER = "signatures"
@@ -277,6 +278,33 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
     )
 
 
+def ingest_flight_recorder(src: SourceFile, out: Ingested) -> None:
+    """One event per process group of a flight-recorder dump: the last collective this rank
+    enqueued there (read as plain data, never unpickled into objects)."""
+    try:
+        dump = read_dump(src.path, src.rel)
+    except (OSError, ValueError) as exc:
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host))
+        return
+    rank = dump.rank if dump.rank is not None else src.rank
+    for group in sorted(dump.last_seq):
+        entry = dump.last_entry[group]
+        op, state = str(entry.get("profiling_name", "")), str(entry.get("state", ""))
+        message = f"flight recorder: rank {rank}, process group {group}: last collective #{dump.last_seq[group]} {op} ({state})"
+        fields = {
+            "fr_group": group,
+            "fr_last_seq": dump.last_seq[group],
+            "fr_op": op,
+            "fr_state": state,
+            "bookkeeping": True,
+            "source_kind": str(src.kind),
+        }
+        out.events.append(
+            Event(EventKind.LINE, Location(src.rel, None), message, message, rank=rank, host=src.host, fields=fields)
+        )
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.PARSED, "", src.rank, src.host))
+
+
 def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`)."""
     from analyzer.parse.gdb_backtrace import parse_text
@@ -350,6 +378,8 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
             ingest_core(src, out, core_timeout)
         elif src.kind is SourceKind.GDB_BACKTRACE:
             ingest_gdb_text(src, out)
+        elif src.kind is SourceKind.FLIGHT_RECORDER:
+            ingest_flight_recorder(src, out)
         elif src.kind is SourceKind.ELASTIC_ERROR:
             ingest_elastic_error(src, out)
         else:

@@ -55,6 +55,7 @@ class SourceKind(StrEnum):
     FAULTHANDLER = "faulthandler"
     ELASTIC_ERROR = "elastic_error"
     CORE_DUMP = "core_dump"
+    FLIGHT_RECORDER = "flight_recorder"  # PyTorch's NCCL flight recorder dump (pickle or JSON)
     OTHER = "other"
 
 

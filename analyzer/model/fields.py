@@ -70,6 +70,11 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             "driver_release",
             "torch_build",
             "torch_cuda",
+            # a flight-recorder dump's last collective on one process group (events/ingest.py)
+            "fr_group",
+            "fr_last_seq",
+            "fr_op",
+            "fr_state",
         }
     ),
     EventKind.UNPARSED: frozenset(),

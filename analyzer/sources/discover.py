@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analyzer.model import SourceKind, SourceStatus
+from analyzer.sources.flight_recorder import looks_like_dump
 from analyzer.sources.reader import compression_of, read_head
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
@@ -134,7 +135,7 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
     head = read_head(path) if compression else _head(path)
-    kind = sniff(head, path.name)
+    kind = SourceKind.FLIGHT_RECORDER if not compression and looks_like_dump(head, rel) else sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
     status = SourceStatus.PENDING
