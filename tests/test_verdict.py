@@ -205,6 +205,7 @@ def test_deepspeed_torch_cu128_on_a_driver_for_cuda_12_1_exiting_minus_11() -> N
     report = analyze(REPO / "tests" / "fixtures" / "version_mismatch" / "deepspeed-cu128-driver121")
     v = report.verdict
     assert v.category.value == "version_mismatch" and v.subcategory == "version_mismatch.driver_too_old"
+    assert v.first_failure.rank == 1  # DeepSpeed's launcher: '--local_rank=1' ... exits with return code = -11
     assert "CUDA 12.8" in v.explanation and "CUDA 12.1" in v.explanation
     texts = [e.text for e in report.evidence if e.role.value == "root_cause"]
     assert any("2.7.0+cu128" in t for t in texts) and any("CUDA Version: 12.1" in t for t in texts)

@@ -119,11 +119,19 @@ def cuda_gap_events(events: list[Event]) -> list[Event]:
     driver_lines = [e for e in events if _driver_cuda(e)]
     if not torch_lines or not driver_lines:
         return []
-    crashed = any(
-        e.fields.get("exitcode") in _GAP_CRASH_CODES or e.fields.get("signal") in ("SIGSEGV", "SIGABRT")
-        for e in events
-        if e.kind in (EventKind.LAUNCHER_EXIT, EventKind.SIGNAL, EventKind.ELASTIC_FAILURE, EventKind.CORE, EventKind.BACKTRACE)
+    crashes = sorted(
+        (
+            e
+            for e in events
+            if e.kind
+            in (EventKind.LAUNCHER_EXIT, EventKind.SIGNAL, EventKind.ELASTIC_FAILURE, EventKind.CORE, EventKind.BACKTRACE)
+            and (e.fields.get("exitcode") in _GAP_CRASH_CODES or e.fields.get("signal") in ("SIGSEGV", "SIGABRT"))
+        ),
+        key=sort_key,
     )
+    crashed = bool(crashes)
+    # an environment report names no rank: the versions are those the first crashed rank ran under
+    crash = next((e for e in crashes if e.rank is not None), crashes[0] if crashes else None)
     torch_at = max(torch_lines, key=lambda e: _version_key(e.fields["torch_cuda"]))
     driver_at = min(driver_lines, key=lambda e: _version_key(_driver_cuda(e) or ""))
     built, supported = torch_at.fields["torch_cuda"], _driver_cuda(driver_at) or ""
@@ -144,11 +152,12 @@ def cuda_gap_events(events: list[Event]) -> list[Event]:
                 at.loc,
                 at.text,
                 message,
-                rank=at.rank,
-                host=at.host,
+                rank=at.rank if at.rank is not None or crash is None else crash.rank,
+                host=at.host or (crash.host if crash is not None else None),
                 pid=at.pid,
-                time=at.time,
+                time=at.time if at.time is not None or crash is None else crash.time,
                 time_text=at.time_text,
+                time_approx=at.time is None and crash is not None and crash.time is not None,
                 fields={
                     "cuda_gap": True,
                     "crashed": crashed,
