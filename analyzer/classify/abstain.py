@@ -37,6 +37,11 @@ _FAILURE_KINDS = frozenset(
 _LOGGED = re.compile(r"^(?:ERROR|CRITICAL|EXCEPTION):[\w.]*:|[\s|\[-](?:ERROR|CRITICAL|EXCEPTION)\s*[\]|:-]")
 
 
+_SAYS_FAILURE = re.compile(
+    r"\b(?:[Ff]ailure|FAILURE|FAILED|[Ff]atal|FATAL|Segmentation fault|[Bb]us error|[Cc]ore dumped|Aborted)\b"
+)
+
+
 def finished(events: list[Event]) -> bool:
     """A launcher said that the job (or this node's worker group) finished well."""
     return any(e.fields.get("outcome") == "succeeded" for e in events)
@@ -51,6 +56,10 @@ def is_failure_event(e: Event) -> bool:
         return not (isinstance(code, int) and code == 0)
     if e.kind is EventKind.TRACEBACK:
         return not e.fields.get("caught")
+    if e.kind is EventKind.LINE and e.fields.get("generic"):
+        # a line no signature names that still says a failure happened: the verdict is at least
+        # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count)
+        return bool(_SAYS_FAILURE.search(e.message))
     return False
 
 
