@@ -71,7 +71,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
     # a traceback the program caught (logged, or its process went on) explains nothing: context at most
     findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
-    standalone = {s.id for s in sigs if s.extra.get("standalone")}
+    standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     warnings = ingested.warnings + rank_notes + job.notes
     # with no log read at all there is nothing to say "no failure" about: the verdict stays unknown

@@ -114,14 +114,14 @@ def test_bad_input_gives_notes_and_the_analysis_goes_on(tmp_path: Path) -> None:
     assert tree_digest(run_dir) == before
 
 
-def test_parse_python_traceback_json(shared: Path) -> None:
-    code, out, _ = run("parse", "python_traceback", str(shared / "external/satyr/python_stacktraces/python-01"))
+def test_parse_python_traceback_json(external: Path) -> None:
+    code, out, _ = run("parse", "python_traceback", str(external / "satyr/python_stacktraces/python-01"))
     data = json.loads(out)
     assert code == 0
     (tb,) = data["tracebacks"]
     assert tb["exception"] == {"type": "AttributeError", "message": "'NoneType' object has no attribute 'rsplit'"}
     assert len(tb["frames"]) == 11 and set(tb["frames"][0]) >= {"file", "line", "function"}
-    code, out_auto, _ = run("parse", "auto", str(shared / "external/satyr/python_stacktraces/python-01"))
+    code, out_auto, _ = run("parse", "auto", str(external / "satyr/python_stacktraces/python-01"))
     assert json.loads(out_auto)["tracebacks"][0]["exception"]["type"] == "AttributeError"
 
 
@@ -184,8 +184,8 @@ def test_eval_json(tmp_path: Path) -> None:
     assert set(data) >= {"accuracy", "per_category", "confusion", "first_failure_rank_accuracy"}
 
 
-def test_parse_auto_recognises_a_bt_full_file(shared: Path) -> None:
-    code, out, _ = run("parse", "auto", str(shared / "external/satyr/gdb_stacktraces/rhbz-803600"))
+def test_parse_auto_recognises_a_bt_full_file(external: Path) -> None:
+    code, out, _ = run("parse", "auto", str(external / "satyr/gdb_stacktraces/rhbz-803600"))
     data = json.loads(out)
     assert code == 0 and len(data["threads"]) == 2 and data["crash_thread"] == 1
 

@@ -11,11 +11,10 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
-from analyzer.parse import torchelastic
-from analyzer.parse.base import Region
+from analyzer.parse.base import Parser, Region
 from analyzer.parse.core_event import core_events
 from analyzer.parse.prefix import Prefix, split_prefix
-from analyzer.parse.registry import parsers, region_parser, triggers
+from analyzer.parse.registry import for_source, parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import Hit
 from analyzer.sources.discover import SourceFile
@@ -259,23 +258,15 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, result.lines, status, "; ".join(notes), src.rank, src.host))
 
 
-def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
+def ingest_whole_file(src: SourceFile, parser: Parser, out: Ingested) -> None:
+    """A file its parser reads as a whole (a torchelastic error.json, a saved gdb backtrace)."""
+    assert parser.whole_file is not None
     text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
-    events = [_with_source_kind(ev, src.kind) for ev in torchelastic.parse_error_json(text, src.rel, src.rank, src.host)]
-    out.events.extend(events)
-    bad = any(e.kind == EventKind.UNPARSED for e in events)
-    out.sources.append(
-        SourceInfo(
-            src.rel,
-            src.kind,
-            src.size,
-            text.count("\n") + 1,
-            SourceStatus.ERROR if bad else SourceStatus.PARSED,
-            "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""),
-            src.rank,
-            src.host,
-        )
-    )
+    events, problem = parser.whole_file(text, src.rel, src.rank, src.host)
+    out.events.extend(_with_source_kind(ev, src.kind) for ev in events)
+    status = SourceStatus.ERROR if problem else SourceStatus.PARSED
+    note = problem or ("cut at 16 MiB" if cut else "")
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, text.count("\n") + 1, status, note, src.rank, src.host))
 
 
 def ingest_flight_recorder(src: SourceFile, out: Ingested) -> None:
@@ -303,34 +294,6 @@ def ingest_flight_recorder(src: SourceFile, out: Ingested) -> None:
             Event(EventKind.LINE, Location(src.rel, None), message, message, rank=rank, host=src.host, fields=fields)
         )
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.PARSED, "", src.rank, src.host))
-
-
-def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
-    """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`)."""
-    from analyzer.parse.gdb_backtrace import parse_text
-    from analyzer.parse.gdb_event import backtrace_event, fault_from_text
-
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
-    lines = text.count("\n") + 1
-    try:
-        bt = parse_text(text)
-    except Exception as exc:
-        out.sources.append(
-            SourceInfo(
-                src.rel, src.kind, src.size, lines, SourceStatus.ERROR, f"backtrace not understood: {exc}", src.rank, src.host
-            )
-        )
-        return
-    first = text.split("\n", 1)[0]
-    ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
-    fault = fault_from_text(text)
-    ev = replace(ev, fields={**ev.fields, "source_kind": str(src.kind), **fault})
-    if fault.get("fault_mapping"):
-        ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
-    out.events.append(ev)
-    out.sources.append(
-        SourceInfo(src.rel, src.kind, src.size, lines, SourceStatus.PARSED, "cut at 16 MiB" if cut else "", src.rank, src.host)
-    )
 
 
 def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
@@ -376,12 +339,10 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
             continue
         if src.kind is SourceKind.CORE_DUMP:
             ingest_core(src, out, core_timeout)
-        elif src.kind is SourceKind.GDB_BACKTRACE:
-            ingest_gdb_text(src, out)
         elif src.kind is SourceKind.FLIGHT_RECORDER:
             ingest_flight_recorder(src, out)
-        elif src.kind is SourceKind.ELASTIC_ERROR:
-            ingest_elastic_error(src, out)
+        elif (parser := for_source(src.kind)) is not None and parser.whole_file is not None:
+            ingest_whole_file(src, parser, out)
         else:
             ingest_text_file(src, scanner, out)
     return out

@@ -11,6 +11,10 @@ from typing import Any
 
 
 class Category(StrEnum):
+    """The categories of signatures/taxonomy.yaml, in its order (written by
+    `python -m tests.golden --update`; a test holds it to the taxonomy)."""
+
+    # BEGIN taxonomy categories
     SHM = "shm"
     P2P = "p2p"
     OOM_CASCADE = "oom_cascade"
@@ -22,7 +26,8 @@ class Category(StrEnum):
     USER_CODE = "user_code"
     SCHEDULER = "scheduler"
     UNKNOWN = "unknown"
-    NONE = "none"  # no failure found
+    NONE = "none"
+    # END taxonomy categories
 
 
 MAIN_CATEGORIES = (
@@ -145,7 +150,7 @@ class Fields(dict[str, Any]):
     def _read_only(self, *args: object, **kwargs: object) -> None:
         raise TypeError("event fields are read-only once the event is made")
 
-    __setitem__ = __delitem__ = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _read_only
     update = setdefault = pop = popitem = clear = _read_only  # type: ignore[assignment]
     __ior__ = _read_only  # type: ignore[assignment]
 
@@ -195,6 +200,7 @@ class Finding:
     summary: str
     event: Event
     remediation: tuple[str, ...] = ()
+    scope: Scope = Scope.LINE  # what the finding is about: its line, its rank, its host, the job
 
 
 class SourceStatus(StrEnum):

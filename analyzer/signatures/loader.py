@@ -89,6 +89,11 @@ class Signature:
     extra: dict[str, Any] = field(default_factory=dict)
     sources: tuple[Source, ...] = ()
 
+    @property
+    def standalone(self) -> bool:
+        """A symptom that may decide the verdict when no root-cause signature fired."""
+        return bool(self.extra.get("standalone"))
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
