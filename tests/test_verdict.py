@@ -266,3 +266,31 @@ def test_a_pickle_that_names_a_callable_is_refused(tmp_path: Path) -> None:
     path.write_bytes(pickle.dumps({"entries": [Evil()]}))
     with pytest.raises(ValueError, match="refused"):
         read_dump(path, path.name)
+
+
+def test_windows_paths_and_crlf_lines_are_read(tmp_path: Path) -> None:
+    log = (
+        "Traceback (most recent call last):\r\n"
+        '  File "C:\\Users\\me\\train.py", line 12, in <module>\r\n'
+        "    main()\r\n"
+        '  File "C:\\Users\\me\\anaconda3\\envs\\t\\lib\\site-packages\\torch\\cuda\\__init__.py", line 293, in _lazy_init\r\n'
+        "    torch._C._cuda_init()\r\n"
+        "RuntimeError: CUDA error: out of memory\r\n"
+    )
+    report = analyze(_write(tmp_path, {"train.log": log}))
+    assert report.verdict.category.value == "oom_cascade"
+    assert (report.evidence[0].line, report.evidence[0].text) == (6, "RuntimeError: CUDA error: out of memory")
+
+
+def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -> None:
+    # torchrun --tee's [default3]: with PyTorch's own [rank11]: after it, on node 2 of 2 x 8
+    log = (
+        "[default3]:[rank11]: Traceback (most recent call last):\n"
+        '[default3]:[rank11]:   File "/job/train.py", line 9, in <module>\n'
+        "[default3]:[rank11]:     loss.backward()\n"
+        "[default3]:[rank11]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "[default3]:gpu-c02:3331:3391 [3] NCCL INFO [Service thread] Connection closed by localRank 3\n"
+    )
+    report = analyze(_write(tmp_path, {"node2/console.log": log}))
+    assert report.verdict.first_failure.rank == 11
+    assert report.verdict.first_failure.host == "gpu-c02"  # the host the NCCL line of the same rank prints

@@ -188,12 +188,13 @@ def _placed(ev: Event, hit: Hit, file_rank: int | None) -> Event:
     return replace(ev, fields={**ev.fields, **extra}) if extra else ev
 
 
-# what a dying process or its launcher prints after a traceback; any other line of the same
-# process means the process went on
+# what a dying process or its launcher prints after a traceback (teardown: NCCL closing its
+# connections, warnings, the launcher's records); any other line of the same process means the
+# process went on
 _NOT_GOING_ON = re.compile(
     CONTEXT_PATTERN + r"|Traceback|During handling|The above exception|^\s|^\^|torch[./]distributed|ChildFailedError|"
     r"(?:Error|Exception|Interrupt|Exit)\b|[Kk]ill|[Ss]ignal|[Ss]hutting|[Ee]xit|[Aa]bort|[Tt]erminat|"
-    r"^[IWEF]\d{4} |^\[[IWEF]\d{4}|^=+$|^-+$"
+    r"NCCL |[Ww]arning|^[IWEF]\d{4} |^\[[IWEF][\d ]|^=+$|^-+$"
 )
 
 
