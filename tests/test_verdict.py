@@ -198,7 +198,7 @@ def test_lab_2_node_stall_names_the_stalled_rank() -> None:
 
 def test_lab_finished_2_node_job_is_none() -> None:
     report = analyze(REPO / "corpora" / "healthy" / "lab-healthy-001")
-    assert report.verdict.category.value == "none" and not report.evidence
+    assert report.verdict.category.value == "none" and not report.evidence and not report.missing_evidence
 
 
 def test_deepspeed_torch_cu128_on_a_driver_for_cuda_12_1_exiting_minus_11() -> None:

@@ -108,7 +108,10 @@ def build_report(
         evidence=tuple(evidence),
         timeline=tuple(timeline(events, findings)),
         sources=tuple(sources),
-        missing_evidence=tuple(_missing(sources, events, findings, decision.category)),
+        # what to collect "after a failure" means nothing for a job that did not fail
+        missing_evidence=()
+        if decision.category is Category.NONE
+        else tuple(_missing(sources, events, findings, decision.category)),
         warnings=tuple(warnings),
         tool_version=__version__,
     )
