@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analyzer.classify.abstain import failure_evidence, finished, mark_logged
+from analyzer.classify.abstain import candidates, failure_evidence, finished, mark_logged
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
@@ -20,7 +20,7 @@ from analyzer.correlate import correlate
 from analyzer.correlate.order import finding_key
 from analyzer.events.ingest import build_scanner, ingest
 from analyzer.events.normalize import normalize
-from analyzer.model import Event, Finding, Report, Role, SourceInfo, SourceKind, SourceStatus
+from analyzer.model import Category, Event, Finding, Report, Role, SourceInfo, SourceKind, SourceStatus
 from analyzer.redact import redact
 from analyzer.report.build import build_report, fingerprint, first_rank, normalize_text
 from analyzer.signatures.loader import Signature, database, line_patterns
@@ -53,6 +53,7 @@ class Analysis:
     single_process: bool
     failed: bool = True  # some event or finding shows a failure (classify/abstain.py)
     finished: bool = False  # a launcher said the job finished well
+    supported: frozenset[Category] = frozenset()  # the categories evidence supports
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
         return case_features(
@@ -78,7 +79,17 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     read_any = any(s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
     failed = bool(failure_evidence(job.events, findings)) or not read_any
     return Analysis(
-        run_dir, ingested.sources, job.events, findings, rule, warnings, sigs, job.single_process, failed, finished(job.events)
+        run_dir,
+        ingested.sources,
+        job.events,
+        findings,
+        rule,
+        warnings,
+        sigs,
+        job.single_process,
+        failed,
+        finished(job.events),
+        frozenset(candidates(findings, standalone)),
     )
 
 
@@ -96,6 +107,6 @@ def analyze(
     chosen = shipped_model() if model is _SHIPPED else model
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
-    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished)
+    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported))
     report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)
     return redact(report) if opts.redact else report

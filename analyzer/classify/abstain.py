@@ -84,9 +84,17 @@ def _shows_failure(f: Finding) -> bool:
     return not (f.role is Role.SYMPTOM and f.event.fields.get("nccl_level") == "INFO")
 
 
-def candidates(findings: list[Finding]) -> set[Category]:
-    """The categories that some root-cause or symptom finding supports."""
-    return {f.category for f in findings if _shows_failure(f) and f.category not in (Category.UNKNOWN, Category.NONE)}
+def candidates(findings: list[Finding], standalone_ids: set[str] | frozenset[str] = frozenset()) -> set[Category]:
+    """The categories that evidence supports: those of root-cause findings and of symptoms that
+    may stand alone (a collective timeout). A symptom that only follows a failure (the
+    launcher's teardown SIGTERM, a child-failed banner) supports no category."""
+    return {
+        f.category
+        for f in findings
+        if _shows_failure(f)
+        and (f.role is Role.ROOT_CAUSE or f.signature in standalone_ids)
+        and f.category not in (Category.UNKNOWN, Category.NONE)
+    }
 
 
 def logged_before(previous_line: str) -> bool:

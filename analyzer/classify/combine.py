@@ -48,9 +48,11 @@ def combine(
     tokens: Counter[str],
     failed: bool = True,
     finished: bool = False,
+    supported: set[Category] | None = None,
 ) -> Decision:
     """The final decision. `failed`: the run dir holds failure evidence (abstain.failure_evidence);
-    `finished`: a launcher said the job finished well."""
+    `finished`: a launcher said the job finished well; `supported`: the categories evidence
+    supports (abstain.candidates), the only ones the model may choose."""
     if not failed:
         return no_failure(finished)
     notes = list(rule.notes)
@@ -58,7 +60,7 @@ def combine(
         return rule  # nothing to weigh: the model must not guess from its intercepts
     probs = model.predict_proba(structured, tokens)
     ranked = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
-    supported = {c.value for c in candidates(findings)}
+    allowed_values = {c.value for c in (supported if supported is not None else candidates(findings))}
     rules_sure = rule.root is not None and rule.category is not Category.UNKNOWN and rule.confidence >= RULES_DECIDE_AT
     if rules_sure:
         category = rule.category
@@ -66,14 +68,14 @@ def combine(
         others = [_alt(c, p) for c, p in ranked if c != category.value][:3]
         decided = replace(rule, confidence=round(confidence, 2), alternatives=_merge(rule.alternatives, others))
         return _unknown_if_low(decided, notes)
-    allowed = [(c, p) for c, p in ranked if c in supported]
+    allowed = [(c, p) for c, p in ranked if c in allowed_values]
     if not allowed:
         notes.append("no finding supports any category; the classifier's guesses are only alternatives")
         guesses = [_alt(c, p) for c, p in ranked[:3]]
         return Decision(Category.UNKNOWN, None, 0.0, rule.root, [], guesses, notes, decided_by="abstain")
     if allowed[0][0] != ranked[0][0]:
         notes.append(f"the classifier's first guess {ranked[0][0]} has no supporting evidence")
-    ranked = allowed + [(c, p) for c, p in ranked if c not in supported]
+    ranked = allowed + [(c, p) for c, p in ranked if c not in allowed_values]
     category = Category(ranked[0][0])
     raw = ranked[0][1]
     confidence = model.calibrate("model", raw)

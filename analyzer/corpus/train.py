@@ -57,6 +57,7 @@ class Sample:
     events: list[Event] = field(default_factory=list)
     failed: bool = True  # the analysis found failure evidence (classify/abstain.py)
     finished: bool = False
+    supported: frozenset[Category] = frozenset()
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
@@ -89,6 +90,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.events,
                 a.failed,
                 a.finished,
+                a.supported,
             )
         )
     return samples
@@ -166,7 +168,7 @@ def folds(samples: list[Sample], k: int) -> list[list[int]]:
 
 
 def _decide(model: Model | None, s: Sample) -> Decision:
-    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished)
+    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished, set(s.supported))
 
 
 def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:
