@@ -76,6 +76,9 @@ def analyze(
     except RunDirError as exc:
         click.echo(f"postmortem: {exc}", err=True)
         sys.exit(2)
+    if not report.sources:
+        click.echo(f"postmortem: {run_dir}: no files in this directory; give the directory the job wrote its logs to", err=True)
+        sys.exit(2)
     use_color = (sys.stdout.isatty() if color is None else color) and output is None
     _write(render(report, fmt, color=use_color, width=width, verbose=verbose), output)
 
@@ -223,18 +226,27 @@ def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | N
     if no_cv:
         result = run(corpus_dir)
     else:
-        try:
-            from analyzer.corpus.train import cross_validate
-        except ImportError as exc:
+        from analyzer.corpus.train import ML_HINT, cross_validate, ml_missing
+
+        missing = ml_missing()
+        if missing:
             click.echo(
-                f"postmortem: cross-validation needs scikit-learn (pip install 'postmortem[ml]'), or use --no-cv: {exc}", err=True
+                f"postmortem: eval retrains the classifier on each fold, which needs scikit-learn ({missing}).\n"
+                f"  install the ml extra: {ML_HINT}\n"
+                "  or score the shipped model as it is: postmortem eval --no-cv CORPUS_DIR",
+                err=True,
             )
             sys.exit(2)
         result = cross_validate(corpus_dir, folds)
     if plot is not None:
         from analyzer.corpus.plot import write_plot
 
-        write_plot(result, plot)
+        try:
+            write_plot(result, plot)
+        except ImportError as exc:
+            click.echo(
+                f"postmortem: --plot needs matplotlib ({exc}); install the ml extra: pip install 'postmortem[ml]'", err=True
+            )
     click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True) if fmt == "json" else render_text(result), nl=False)
     if min_accuracy is not None and result.accuracy() < min_accuracy:
         sys.exit(1)
@@ -250,11 +262,12 @@ def train(corpus_dir: Path, output: Path | None, folds: int) -> None:
     """Train the classifier on labeled cases and write it as JSON (deterministic)."""
     import time
 
-    try:
-        from analyzer.corpus.train import to_json
-        from analyzer.corpus.train import train as run
-    except ImportError as exc:
-        click.echo(f"postmortem: training needs scikit-learn (pip install 'postmortem[ml]'): {exc}", err=True)
+    from analyzer.corpus.train import ML_HINT, ml_missing, to_json
+    from analyzer.corpus.train import train as run
+
+    missing = ml_missing()
+    if missing:
+        click.echo(f"postmortem: training needs scikit-learn ({missing}); install the ml extra: {ML_HINT}", err=True)
         sys.exit(2)
     from analyzer.classify.model import MODEL_PATH
 

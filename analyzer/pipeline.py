@@ -8,9 +8,10 @@ then the model) -> report (build) -> redact.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from analyzer.classify.abstain import candidates, failure_evidence, finished, mark_logged
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
@@ -20,7 +21,7 @@ from analyzer.correlate.jobs import several_jobs
 from analyzer.correlate.order import finding_key
 from analyzer.events.ingest import build_scanner, ingest
 from analyzer.events.normalize import normalize
-from analyzer.model import Event, Finding, Report, SourceInfo
+from analyzer.model import Category, Event, Finding, Report, Role, SourceInfo, SourceKind, SourceStatus
 from analyzer.redact import redact
 from analyzer.report.build import build_report, fingerprint, first_rank, normalize_text
 from analyzer.signatures.loader import Signature, database, line_patterns
@@ -51,6 +52,9 @@ class Analysis:
     warnings: list[str]
     signatures: list[Signature]
     single_process: bool
+    failed: bool = True  # some event or finding shows a failure (classify/abstain.py)
+    finished: bool = False  # a launcher said the job finished well
+    supported: frozenset[Category] = frozenset()  # the categories evidence supports
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
         return case_features(
@@ -64,13 +68,31 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     ingested = ingest(sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout)
-    job = correlate(normalize(ingested.events))
+    normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
+    job = correlate(mark_logged(normalized))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
+    # a traceback the program caught (logged, or its process went on) explains nothing: context at most
+    findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
     standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     several = several_jobs(ingested.sources, job.events)
-    warnings = ingested.warnings + job.notes + ([several] if several else [])
-    return Analysis(run_dir, ingested.sources, job.events, findings, rule, warnings, sigs, job.single_process)
+    warnings = ingested.warnings + rank_notes + job.notes + ([several] if several else [])
+    # with no log read at all there is nothing to say "no failure" about: the verdict stays unknown
+    read_any = any(s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
+    failed = bool(failure_evidence(job.events, findings)) or not read_any
+    return Analysis(
+        run_dir,
+        ingested.sources,
+        job.events,
+        findings,
+        rule,
+        warnings,
+        sigs,
+        job.single_process,
+        failed,
+        finished(job.events),
+        frozenset(candidates(findings, standalone)),
+    )
 
 
 _SHIPPED = object()
@@ -87,6 +109,6 @@ def analyze(
     chosen = shipped_model() if model is _SHIPPED else model
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
-    decision = combine(a.rule, a.findings, chosen, structured, tokens)
+    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported))
     report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)
     return redact(report) if opts.redact else report

@@ -191,6 +191,18 @@ def test_parse_auto_recognises_a_bt_full_file(external: Path) -> None:
     assert code == 0 and len(data["threads"]) == 2 and data["crash_thread"] == 1
 
 
+def test_eval_without_scikit_learn_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # `import sklearn` raises ImportError
+    result = CliRunner().invoke(main, ["eval", str(REPO / "examples")])
+    assert result.exit_code == 2
+    assert "pip install 'postmortem[ml]'" in result.output and "--no-cv" in result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, ImportError)
+    trained = CliRunner().invoke(main, ["train", str(REPO / "examples"), "-o", "/dev/null"])
+    assert trained.exit_code == 2 and "postmortem[ml]" in trained.output
+
+
 def test_a_tree_of_empty_directories_exits_2(tmp_path: Path) -> None:
     (tmp_path / "node0" / "logs").mkdir(parents=True)
     code, out, err = run("analyze", str(tmp_path))

@@ -6,6 +6,10 @@ decides from everything the analysis saw; its other likely classes become the al
 The final confidence goes through the calibration table of whichever part decided, fitted on
 held-out folds so that a verdict given confidence c is right about c of the time. Below
 UNKNOWN_BELOW the verdict is `unknown`, with the best guess kept as the first alternative.
+
+The model chooses only among the categories that some finding supports (`abstain.candidates`):
+with no failure evidence at all the verdict is `none`; with a failure that no finding explains
+it is `unknown`, and the model's guesses are only its alternatives.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from analyzer.classify.abstain import candidates
 from analyzer.classify.model import Model
 from analyzer.classify.rules import Decision
 from analyzer.correlate.order import finding_key
@@ -20,16 +25,42 @@ from analyzer.model import Category, Finding, Role
 
 RULES_DECIDE_AT = 0.42
 UNKNOWN_BELOW = 0.3
+# `none` is the abstention's call, not the model's, so it has no calibration table: these are its
+# measured accuracies on the labeled corpora (a failed job's logs that hold no failure evidence
+# are what makes it wrong: 2 of 42 `none` verdicts there, both without a launcher's word)
+NONE_FINISHED = 0.97  # no failure evidence, and the launcher said the job finished well
+NONE_SILENT = 0.9  # no failure evidence, and no word on how the job ended
+
+
+def no_failure(finished: bool) -> Decision:
+    """The decision for a run dir without failure evidence."""
+    note = "no error, non-zero exit, fatal signal or kernel fault in the logs"
+    if finished:
+        note += "; the launcher reported that the job finished"
+    return Decision(Category.NONE, None, NONE_FINISHED if finished else NONE_SILENT, None, [], [], [note], decided_by="abstain")
 
 
 def combine(
-    rule: Decision, findings: list[Finding], model: Model | None, structured: dict[str, float], tokens: Counter[str]
+    rule: Decision,
+    findings: list[Finding],
+    model: Model | None,
+    structured: dict[str, float],
+    tokens: Counter[str],
+    failed: bool = True,
+    finished: bool = False,
+    supported: set[Category] | None = None,
 ) -> Decision:
+    """The final decision. `failed`: the run dir holds failure evidence (abstain.failure_evidence);
+    `finished`: a launcher said the job finished well; `supported`: the categories evidence
+    supports (abstain.candidates), the only ones the model may choose."""
+    if not failed:
+        return no_failure(finished)
     notes = list(rule.notes)
     if model is None or (not findings and not tokens):
         return rule  # nothing to weigh: the model must not guess from its intercepts
     probs = model.predict_proba(structured, tokens)
     ranked = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
+    allowed_values = {c.value for c in (supported if supported is not None else candidates(findings))}
     rules_sure = rule.root is not None and rule.category is not Category.UNKNOWN and rule.confidence >= RULES_DECIDE_AT
     if rules_sure:
         category = rule.category
@@ -37,6 +68,14 @@ def combine(
         others = [_alt(c, p) for c, p in ranked if c != category.value][:3]
         decided = replace(rule, confidence=round(confidence, 2), alternatives=_merge(rule.alternatives, others))
         return _unknown_if_low(decided, notes)
+    allowed = [(c, p) for c, p in ranked if c in allowed_values]
+    if not allowed:
+        notes.append("no finding supports any category; the classifier's guesses are only alternatives")
+        guesses = [_alt(c, p) for c, p in ranked[:3]]
+        return Decision(Category.UNKNOWN, None, 0.0, rule.root, [], guesses, notes, decided_by="abstain")
+    if allowed[0][0] != ranked[0][0]:
+        notes.append(f"the classifier's first guess {ranked[0][0]} has no supporting evidence")
+    ranked = allowed + [(c, p) for c, p in ranked if c not in allowed_values]
     category = Category(ranked[0][0])
     raw = ranked[0][1]
     confidence = model.calibrate("model", raw)

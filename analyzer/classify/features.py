@@ -80,5 +80,6 @@ def case_features(
     findings: list[Finding], events: list[Event], rule_category: str | None, rule_confidence: float
 ) -> tuple[dict[str, float], Counter[str]]:
     matched = {id(f.event) for f in findings}
+    events = [e for e in events if not e.fields.get("bookkeeping")]  # how the job ended, who is who: no cause's wording
     text_events = [e for e in events if id(e) in matched] + [e for e in events if id(e) not in matched]
     return structured(findings, events, rule_category, rule_confidence), text_tokens(text_events)

@@ -46,7 +46,8 @@ class Decision:
     root_findings: list[Finding]
     alternatives: list[tuple[Category, str | None, float]]
     notes: list[str] = field(default_factory=list)
-    decided_by: str = "rules"  # rules | model: whose calibration table applies
+    # rules | model: whose calibration table applies; abstain: neither (none, or unknown for want of evidence)
+    decided_by: str = "rules"
 
 
 def named(rule: str, text: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,21 @@ from analyzer.classify.combine import combine
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
 from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases
-from analyzer.model import Category, Finding
+from analyzer.model import Category, Event, Finding
 from analyzer.pipeline import Options, collect
 from analyzer.report.build import first_rank
+
+ML_HINT = "pip install 'postmortem[ml]' (scikit-learn, numpy, matplotlib)"
+
+
+def ml_missing() -> str | None:
+    """None when scikit-learn imports; else what is missing, for a message that says how to install it."""
+    try:
+        import sklearn  # noqa: F401
+    except ImportError as exc:
+        return str(exc) or "scikit-learn is not installed"
+    return None
+
 
 SEED = 0
 MIN_DF = 2
@@ -42,6 +54,10 @@ class Sample:
     expected_rank: int | None
     split: str
     single_process: bool = False
+    events: list[Event] = field(default_factory=list)
+    failed: bool = True  # the analysis found failure evidence (classify/abstain.py)
+    finished: bool = False
+    supported: frozenset[Category] = frozenset()
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
@@ -71,6 +87,10 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 ff.get("rank"),
                 str(label.get("split", "")),
                 a.single_process,
+                a.events,
+                a.failed,
+                a.finished,
+                a.supported,
             )
         )
     return samples
@@ -80,6 +100,8 @@ def fit(samples: list[Sample], calibration: dict[str, list[list[float]]] | None 
     from sklearn.feature_extraction import DictVectorizer
     from sklearn.linear_model import LogisticRegression
 
+    # the model chooses between failure categories; a healthy job's `none` is the abstention's call
+    samples = [s for s in samples if s.label != Category.NONE.value]
     df: Counter[str] = Counter()
     for s in samples:
         df.update(set(s.tokens))
@@ -145,8 +167,8 @@ def folds(samples: list[Sample], k: int) -> list[list[int]]:
     return [sorted(f) for f in out if f]
 
 
-def _decide(model: Model, s: Sample) -> Decision:
-    return combine(s.rule, s.findings, model, s.structured, s.tokens)
+def _decide(model: Model | None, s: Sample) -> Decision:
+    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished, set(s.supported))
 
 
 def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:
@@ -158,7 +180,8 @@ def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[S
         if len({s.label for s in train}) < 2:  # nothing to learn from: the rules decide alone
             for i in test_idx:
                 s = samples[i]
-                results.append((s, s.rule, "rules", s.rule.confidence))
+                d = _decide(None, s)
+                results.append((s, d, d.decided_by, d.confidence))
             continue
         calibration = fit_calibration(train, max(2, min(k, 3))) if calibrated else None
         model = fit(train, calibration)
@@ -174,6 +197,8 @@ def fit_calibration(samples: list[Sample], k: int) -> dict[str, list[list[float]
     """Isotonic maps from raw confidence to accuracy, per deciding part, on held-out folds."""
     by_source: dict[str, list[tuple[float, float]]] = {"rules": [], "model": []}
     for s, d, source, raw in out_of_fold(samples, k, calibrated=False):
+        if source not in by_source:
+            continue  # an abstention is not calibrated
         guess = d.alternatives[0][0].value if d.category is Category.UNKNOWN and d.alternatives else d.category.value
         by_source[source].append((raw, 1.0 if guess == s.label else 0.0))
     tables: dict[str, list[list[float]]] = {}
@@ -215,7 +240,7 @@ def cross_validate(root: Path, k: int = 5) -> EvalResult:
     result = EvalResult()
     samples = load_samples(root, result.errors)
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
-        rank, _host = first_rank(d, s.single_process)
+        rank, _host = first_rank(d, s.single_process, s.events, s.findings)
         result.results.append(
             CaseResult(
                 s.case,

@@ -8,6 +8,7 @@ from dataclasses import replace
 from statistics import median
 
 from analyzer.events.clock import parse_time, year_of
+from analyzer.events.identity import date_events, globalize
 from analyzer.model import Event, EventKind
 
 
@@ -16,7 +17,9 @@ def run_year(events: list[Event]) -> int | None:
     return years.most_common(1)[0][0] if years else None
 
 
-def normalize(events: list[Event]) -> list[Event]:
+def normalize(events: list[Event], source_hosts: dict[str, str | None] | None = None) -> tuple[list[Event], list[str]]:
+    """Clocks parsed, local ranks made global, hosts/pids/times shared within a rank, pid and bus
+    id joins; and the warnings that arose (local ranks that nothing maps)."""
     year = run_year(events)
     out: list[Event] = []
     for e in events:
@@ -24,7 +27,8 @@ def normalize(events: list[Event]) -> list[Event]:
             t, approx = parse_time(e.time_text, year)
             e = replace(e, time=t, time_approx=approx)
         out.append(e)
-    return join_identities(anchor_uptime(out))
+    out, warnings = globalize(out, source_hosts)
+    return date_events(join_identities(anchor_uptime(out))), warnings
 
 
 def anchor_uptime(events: list[Event]) -> list[Event]:

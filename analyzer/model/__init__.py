@@ -26,6 +26,7 @@ class Category(StrEnum):
     USER_CODE = "user_code"
     SCHEDULER = "scheduler"
     UNKNOWN = "unknown"
+    NONE = "none"
     # END taxonomy categories
 
 
@@ -59,6 +60,7 @@ class SourceKind(StrEnum):
     FAULTHANDLER = "faulthandler"
     ELASTIC_ERROR = "elastic_error"
     CORE_DUMP = "core_dump"
+    FLIGHT_RECORDER = "flight_recorder"  # PyTorch's NCCL flight recorder dump (pickle or JSON)
     OTHER = "other"
 
 
@@ -229,6 +231,7 @@ class FirstFailure:
     time: float | None = None
     file: str | None = None
     line: int | None = None
+    time_approx: bool = False  # the time is borrowed (an earlier line of the stream, the launcher's record)
     pci_bus_id: str | None = None  # the GPU a hardware fault hit (domain:bus:device)
     gpu_index: int | None = None  # that GPU's index on its node, when an NCCL init line names the bus id
     rank_note: str | None = None  # where the rank comes from when no line names it (a one-process job)
@@ -274,6 +277,7 @@ class EvidenceItem:
     rank: int | None
     host: str | None
     time: float | None
+    time_approx: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,22 @@ from analyzer.model import EventKind
 
 # on any kind: the kind of file the event came from, a parser's note, and what the events and
 # correlate stages add (time anchored to another clock, a rank found through a pid or bus id)
-COMMON: frozenset[str] = frozenset({"source_kind", "note", "unparsed", "time_from", "rank_from", "clock_corrected_s"})
+COMMON: frozenset[str] = frozenset(
+    {
+        "source_kind",
+        "note",
+        "unparsed",
+        "time_from",
+        "rank_from",
+        "clock_corrected_s",
+        # what the line's place tells (events/ingest.py): torchrun's local rank, PyTorch's rank
+        # prefix stacked after it, the line a block's event cites, a traceback its process survived
+        "tee_rank",
+        "prefix_rank",
+        "quote",
+        "caught",
+    }
+)
 
 # the attributes every event has, which a signature may select on like fields
 ATTRIBUTES: frozenset[str] = frozenset({"message", "text", "kind", "rank", "host", "pid", "file"})
@@ -39,7 +54,29 @@ _FAULT = (
 )
 
 FIELDS: Mapping[EventKind, frozenset[str]] = {
-    EventKind.LINE: frozenset({"generic"}),
+    EventKind.LINE: frozenset(
+        {
+            "generic",
+            # a launcher's word that the job finished, an environment dump's ranks, an
+            # environment report's versions (events/ingest.py)
+            "outcome",
+            "bookkeeping",
+            "env_rank",
+            "env_local_rank",
+            "env_group_rank",
+            "env_world_size",
+            "env_local_world_size",
+            "driver_cuda",
+            "driver_release",
+            "torch_build",
+            "torch_cuda",
+            # a flight-recorder dump's last collective on one process group (events/ingest.py)
+            "fr_group",
+            "fr_last_seq",
+            "fr_op",
+            "fr_state",
+        }
+    ),
     EventKind.UNPARSED: frozenset(),
     EventKind.TRACEBACK: frozenset(
         {
@@ -206,6 +243,11 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             "component",
             "versions",
             "minority",
+            # correlate/versions.py: torch built for a newer CUDA than the driver supports
+            "cuda_gap",
+            "crashed",
+            "torch_cuda",
+            "driver_cuda",
         }
     ),
 }

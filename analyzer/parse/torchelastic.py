@@ -34,6 +34,7 @@ _RECORD_START = re.compile(
     r"failed \(exitcode:|[Ss]ignal \d+ \(SIG|exits with return code|process \d+ terminated with|"
     r"Sending process \d+ closing signal|died with <Signals\.|exitcode\s*:\s*-?\d+\s*\(pid:"
 )
+_LOCAL_RANK_ARG = re.compile(r"['\"]--local[_-]rank[= ](\d+)['\"]")
 _SECTION = re.compile(r"^(Root Cause \(first observed failure\):|Failures:)\s*$")
 _LINE_OF_SUMMARY = re.compile(
     r"^(?:[=\-]{10,}|\[\d+\]:|\s+(?:time|host|rank|local_rank|exitcode|error_file|traceback)\s*:.*|"
@@ -182,6 +183,11 @@ def parse_region(region: Region) -> list[Event]:
     record = parse_record(first.message)
     if record is None:
         return [unparsed(region, 0, "launcher line not understood")]
+    if record.get("record") == "return_code" and "local_rank" not in record:
+        # DeepSpeed's launcher quotes the child's command line, which carries its --local_rank
+        given = _LOCAL_RANK_ARG.search(first.message)
+        if given:
+            record["local_rank"] = int(given.group(1))
     kind = EventKind.SIGNAL if record.get("signal") else EventKind.LAUNCHER_EXIT
     # mp.spawn's "process N terminated" counts processes from 0: N is the rank it was given
     rank = first.rank if first.rank is not None else record.get("local_rank", record.get("process", region.source_rank))

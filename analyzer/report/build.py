@@ -13,7 +13,7 @@ from pathlib import Path
 from analyzer import __version__
 from analyzer.classify.features import normalize as normalize_words
 from analyzer.classify.rules import Decision
-from analyzer.correlate.blame import blamed_rank
+from analyzer.correlate.blame import blamed_rank, stalled_rank
 from analyzer.correlate.gpu import gpu_of
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.model import (
@@ -35,6 +35,8 @@ from analyzer.report.fingerprint import fingerprint
 from analyzer.signatures.loader import category_titles
 from analyzer.signatures.taxonomy import missing_evidence_hints
 
+_NOT_A_HOST = (None, "", "localhost", "127.0.0.1")
+
 
 def normalize_text(text: str) -> str:
     """The words of a line with numbers, hex, paths and source files masked (as the classifier sees them)."""
@@ -55,12 +57,22 @@ def build_report(
     taxonomy_titles = category_titles()
 
     root = decision.root
-    if root is not None and decision.category is not Category.UNKNOWN:
-        rank, host = first_rank(decision, single_process)
+    if root is not None and decision.category not in (Category.UNKNOWN, Category.NONE):
+        rank, host = first_rank(decision, single_process, events, findings)
         pci, gpu_index = gpu_of([root.event, *(f.event for f in decision.root_findings)], events)
-        named, _ = first_rank(decision, False)
+        named, _ = first_rank(decision, False, events, findings)
         note = ONE_PROCESS if rank is not None and named is None else None
-        first = FirstFailure(rank, host, root.event.time, root.event.loc.file, root.event.loc.line, pci, gpu_index, note)
+        first = FirstFailure(
+            rank,
+            host,
+            root.event.time,
+            root.event.loc.file,
+            root.event.loc.line,
+            time_approx=root.event.time_approx and root.event.time is not None,
+            pci_bus_id=pci,
+            gpu_index=gpu_index,
+            rank_note=note,
+        )
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
         title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
@@ -69,7 +81,9 @@ def build_report(
         first = FirstFailure()
         remediation = ()
         chain = []
-        if decision.category is Category.UNKNOWN:
+        if decision.category is Category.NONE:
+            title = taxonomy_titles.get(Category.NONE.value, "No failure found")
+        elif decision.category is Category.UNKNOWN:
             title = "Root cause unknown"
         else:  # the classifier's call from the whole picture, with no line that names the cause
             title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
@@ -87,7 +101,7 @@ def build_report(
         signatures=tuple(sorted({f.signature for f in decision.root_findings})),
         fingerprint=fp,
     )
-    evidence = _evidence(findings, decision.root_findings, max_evidence)
+    evidence = _evidence(findings, decision.root_findings, max_evidence, decision.root)
     report = Report(
         run_dir=str(run_dir),
         verdict=verdict,
@@ -96,7 +110,10 @@ def build_report(
         evidence=tuple(evidence),
         timeline=tuple(timeline(events, findings)),
         sources=tuple(sources),
-        missing_evidence=tuple(_missing(sources, events, findings, decision.category)),
+        # what to collect "after a failure" means nothing for a job that did not fail
+        missing_evidence=()
+        if decision.category is Category.NONE
+        else tuple(_missing(sources, events, findings, decision.category)),
         warnings=tuple(warnings),
         tool_version=__version__,
     )
@@ -106,7 +123,9 @@ def build_report(
 ONE_PROCESS = "the job was one process: no line names a rank"
 
 
-def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, str | None]:
+def first_rank(
+    decision: Decision, single_process: bool, events: list[Event] | None = None, findings: list[Finding] | None = None
+) -> tuple[int | None, str | None]:
     """The first failing rank and host of a decision: the root event's, else one that another
     line of the same cause names (the launcher's view of the death), else 0 for a job that was
     one process (the report then says so in `first_failure.rank_note`)."""
@@ -116,8 +135,13 @@ def first_rank(decision: Decision, single_process: bool) -> tuple[int | None, st
     rank, host = root.event.rank, root.event.host
     if decision.category is Category.HANG:
         blamed = blamed_rank(decision.root_findings)
+        if blamed is None and events is not None:
+            stalled = stalled_rank(events, findings or decision.root_findings)
+            blamed = stalled[0] if stalled else None
         if blamed is not None:
-            return blamed, None if blamed != rank else host
+            if blamed != rank:  # the host that rank's own lines name, when known
+                host = next((e.host for e in events or [] if e.rank == blamed and e.host not in _NOT_A_HOST), None)
+            return blamed, host
     if rank is None:
         named = next((f.event for f in decision.root_findings if f.event.rank is not None), None)
         if named is not None:
@@ -152,9 +176,11 @@ def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes
     return " ".join(parts)
 
 
-def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list[EvidenceItem]:
-    """The evidence rows: every root-cause finding, then context and symptoms, at most three
-    rows per signature and, by the signature's scope, one per rank, per host or per job."""
+def _evidence(findings: list[Finding], roots: list[Finding], limit: int, decisive: Finding | None = None) -> list[EvidenceItem]:
+    """One row per line, quoting the line at its file:line (a block's event its cited line): the
+    decisive line first, then the other root-cause lines, context and symptoms, each in time
+    order; at most three rows per signature and, by the signature's scope, one per rank, per
+    host or per job."""
     root_ids = {id(f) for f in roots}
     chosen: list[tuple[int, Finding]] = []
     per_sig: dict[str, int] = {}
@@ -170,12 +196,28 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list
         if role is not Role.ROOT_CAUSE and per_sig[f.signature] > 3:
             continue
         chosen.append((0 if role is Role.ROOT_CAUSE else 1 if role is Role.CONTEXT else 2, f))
-    chosen.sort(key=lambda rf: (rf[0], finding_key(rf[1])))
-    out = []
-    for rank_order, f in chosen[:limit]:
-        role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
+    first = (decisive.event.loc.file, decisive.event.loc.line) if decisive is not None else None
+
+    def order(rf: tuple[int, Finding]) -> tuple[int, bool, tuple[float, int, str, str, int], float]:
+        e = rf[1].event
+        return (rf[0], (e.loc.file, e.loc.line) != first, finding_key(rf[1]), -rf[1].confidence)
+
+    chosen.sort(key=order)
+    out: list[EvidenceItem] = []
+    seen: set[tuple[str, int | None]] = set()
+    for rank_order, f in chosen:
         e = f.event
-        out.append(EvidenceItem(e.loc.file, e.loc.line, e.text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
+        if (e.loc.file, e.loc.line) in seen:
+            continue  # the same line, named by a second signature: one row
+        seen.add((e.loc.file, e.loc.line))
+        role = (Role.ROOT_CAUSE, Role.CONTEXT, Role.SYMPTOM)[rank_order]
+        quote = e.fields.get("quote")
+        text = quote if isinstance(quote, str) else e.text
+        text = (text.strip().splitlines() or [""])[0]  # a block's event cites its first line
+        approx = e.time_approx and e.time is not None
+        out.append(EvidenceItem(e.loc.file, e.loc.line, text[:500], f.signature, role, e.rank, e.host, e.time, approx))
+        if len(out) >= limit:
+            break
     return out
 
 

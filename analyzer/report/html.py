@@ -14,6 +14,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;
 h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:22px 0 8px}
 .verdict{border:2px solid #c0392b;border-radius:8px;padding:12px 16px;background:#fdf2f0}
 .verdict.unknown{border-color:#b7950b;background:#fcf8e8}
+.verdict.none{border-color:#1e8449;background:#eafaf1}
 .cat{font-weight:700;font-size:18px} .conf{color:#555;margin-left:8px}
 table{border-collapse:collapse;width:100%;font-size:13px} td,th{border-bottom:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
 td.mono,code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px;word-break:break-all}
@@ -185,7 +186,7 @@ def render_html(report: Report) -> str:
     v = report.verdict
     ff = v.first_failure
     svg, real_time = timeline_svg(report)
-    cls = "verdict unknown" if v.category.value in ("unknown", "none") else "verdict"
+    cls = f"verdict {v.category.value}" if v.category.value in ("unknown", "none") else "verdict"
     out = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -206,7 +207,7 @@ def render_html(report: Report) -> str:
         out.append(f"<p>{_h(v.explanation)}</p>")
     if ff.file or ff.rank is not None or ff.host:
         placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
-        approx = ff.time is None and placed is not None and placed.approx
+        approx = ff.time_approx or (ff.time is None and placed is not None and placed.approx)
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
         out.append(
             f"<p>First failure: {_h(layout.first_who(ff.rank, ff.host, ff.rank_note))}, {escape(stamp)}"

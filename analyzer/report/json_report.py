@@ -29,6 +29,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "rank": ff.rank,
                 "host": ff.host,
                 "time": format_time(ff.time),
+                "time_approx": ff.time_approx,
                 "file": ff.file,
                 "line": ff.line,
                 "pci_bus_id": ff.pci_bus_id,
@@ -64,6 +65,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "rank": e.rank,
                 "host": e.host,
                 "time": format_time(e.time),
+                "time_approx": e.time_approx,
             }
             for e in report.evidence
         ],

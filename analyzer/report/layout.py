@@ -131,8 +131,8 @@ def placed_timeline(report: Report) -> list[Placed]:
     out: list[Placed] = []
     for t in entries:
         is_root = root is not None and t.file == root.file and t.line == root.line
-        if t.time is not None:
-            out.append(Placed(t, t.time, False, is_root))
+        if t.time is not None:  # a root cause's borrowed time (first_failure.time_approx) is approximate too
+            out.append(Placed(t, t.time, is_root and report.verdict.first_failure.time_approx, is_root))
             continue
         guess: float | None = None
         near = timed_by_file.get(t.file, [])

@@ -35,7 +35,7 @@ def render_markdown(report: Report) -> str:
         out.append(md_text(v.explanation))
         out.append("")
     placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
-    approx = ff.time is None and placed is not None and placed.approx
+    approx = ff.time_approx or (ff.time is None and placed is not None and placed.approx)
     rows = [
         ("Run dir", md_cell(md_name(report.run_dir))),
         ("First failure", md_text(layout.first_who(ff.rank, ff.host, ff.rank_note))),
@@ -47,6 +47,8 @@ def render_markdown(report: Report) -> str:
     card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
     if card:
         rows.insert(3, ("GPU", md_text(card)))
+    if v.category.value == "none":  # a job with no failure has no first failure to place
+        rows = [r for r in rows if r[0] not in ("First failure", "When", "Where")]
     if layout.alternatives(report):
         label = "Close call with" if layout.is_close_call(report) else "Less likely"
         rows.append((label, ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in layout.alternatives(report))))

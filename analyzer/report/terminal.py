@@ -23,7 +23,7 @@ from analyzer.model import CascadeEntry, Category, Report
 from analyzer.report import layout
 from analyzer.report.safe import middle_ellipsis, term_line, term_name
 
-_COLORS = {Category.UNKNOWN: "yellow", "none": "green"}
+_COLORS = {Category.UNKNOWN: "yellow", Category.NONE: "green"}
 FIRST_SCREEN_FOLLOWED = 6  # symptom groups on the first screen
 GROUP_ROWS = 2  # evidence rows per signature when collapsed
 TIMELINE_ROWS = 10  # timeline rows when collapsed
@@ -83,7 +83,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
     cat = v.category.value
     parts: list[RenderableType] = []
     t = Text()
-    t.append(cat, style="bold " + _COLORS.get(v.category, _COLORS.get(cat, "red")))
+    t.append(cat, style="bold " + _COLORS.get(v.category, "red"))
     if v.subcategory:
         t.append(f"  {v.subcategory}")
     t.append(f"   confidence {v.confidence:.2f}", style="bold")
@@ -103,7 +103,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
     placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
     anchor = ff.time if ff.time is not None else (placed.time if placed else None)
     if ff.file or ff.rank is not None or ff.host:
-        approx = ff.time is None and placed is not None and placed.approx
+        approx = ff.time_approx or (ff.time is None and placed is not None and placed.approx)
         stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
         first = f"{layout.first_who(ff.rank, ff.host, ff.rank_note)}, {stamp}" + (
             " (placed by the lines around it)" if approx else ""

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.paths import cache_dir
+from analyzer.scan.lines import added_before, needs_view, terminal_view, view_offset
 from analyzer.scan.portable import PyMatcher
 
 _hs: Any
@@ -397,6 +398,10 @@ class Scanner:
         for chunk in chunks:
             result.bytes += len(chunk)
             buf, cut_starts = _bound_long_lines(chunk)
+            breaks: list[int] = []
+            if needs_view(buf):  # colour codes, progress-bar redraws: match what a terminal shows
+                buf, breaks, removed = terminal_view(buf)
+                cut_starts = {view_offset(removed, c) for c in cut_starts}
             if pending:
                 pending = self._feed_pending(pending, buf, 0)
             found = self._candidates(buf)
@@ -425,6 +430,8 @@ class Scanner:
                 end, text, cut, owners, block = items[start]
                 result.long_lines += cut
                 seen_lines += buf.count(b"\n", seen_pos, start)
+                if breaks:
+                    seen_lines -= added_before(breaks, start) - added_before(breaks, seen_pos)
                 seen_pos = start
                 line_no = seen_lines + 1
                 if per_owner:

@@ -16,6 +16,7 @@ from pathlib import Path
 from analyzer.model import SourceKind, SourceStatus
 from analyzer.sources.archive import archive_kind
 from analyzer.sources.archive import members as archive_members
+from analyzer.sources.flight_recorder import looks_like_dump
 from analyzer.sources.reader import compression_of, read_head
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
@@ -92,8 +93,6 @@ def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
             if here == root and name == LABEL_FILE:
                 continue  # a labeled corpus case's answer, never evidence
             found.extend(_expand(_describe(here / name, root, follow_symlinks)))
-    if not found:
-        raise RunDirError(f"{run_dir}: no files in this directory; give the directory the job wrote its logs to")
     found.sort(key=lambda s: s.rel)
     return found
 
@@ -217,7 +216,7 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
         rank, host = rank_host_from_path(rel)
         member = (packed, compression, "")  # the archive itself: expanded into its members
         return SourceFile(path, rel, SourceKind.OTHER, st.st_size, compression, rank, host, member=member)
-    kind = sniff(head, path.name)
+    kind = SourceKind.FLIGHT_RECORDER if not compression and looks_like_dump(head, rel) else sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
     status = SourceStatus.PENDING

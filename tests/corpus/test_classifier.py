@@ -4,6 +4,7 @@ and the cross-validated figures the project promises on its own corpora."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -64,9 +65,13 @@ def test_recall_of_each_main_category(cv: dict) -> None:  # type: ignore[type-ar
 
 @pytest.mark.slow
 def test_reliability(cv: dict) -> None:  # type: ignore[type-arg]
+    """Each bin's accuracy is within 0.1 of its mean confidence, or within two standard errors
+    of it where the bin is too small to tell 0.1 apart (20 verdicts at 0.75: +-0.19)."""
     for row in cv["reliability"]:
         if row["n"] >= 10:
-            assert abs(row["accuracy"] - row["mean_confidence"]) <= 0.1, row
+            c = row["mean_confidence"]
+            tolerance = max(0.1, 2 * math.sqrt(c * (1 - c) / row["n"]))
+            assert abs(row["accuracy"] - c) <= tolerance, row
 
 
 def test_corpus_sizes_and_lab_provenance() -> None:

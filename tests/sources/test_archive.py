@@ -110,8 +110,7 @@ def test_one_log_file(tmp_path: Path) -> None:
 
 
 def test_empty_dir_and_empty_archive_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(RunDirError, match="no files in this directory"):
-        discover(tmp_path)
+    assert discover(tmp_path) == []  # the library says nothing is there; `analyze` exits 2 (tests/test_cli.py)
     empty = tmp_path / "e.tar"
     empty.write_bytes(_tar("tar", {}))
     # an empty tar is 10 KiB of zeros: no "ustar" magic, so it is a (binary) file, refused as such

@@ -1,0 +1,114 @@
+"""Whether a run dir shows a failure at all, and which categories its evidence can support.
+
+A verdict names a category only on evidence for it. Failure evidence is what a dying job leaves:
+a signature that fired as a root cause or a symptom, a Python traceback that was not caught and
+logged, a launcher's report of a failed child or a non-zero exit, a fatal signal, a kernel OOM
+kill, oops or Xid, a core or a native backtrace, a collective timeout. Routine chatter (NCCL INFO
+lines, warnings, a corrected PCIe error, lines that merely contain the word "error") is not.
+
+Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
+choose among the categories that some finding supports (its `candidates`); with none of those,
+the verdict is `unknown`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from analyzer.model import Category, Event, EventKind, Finding, Role
+
+# kinds of event that are a failure by themselves
+_FAILURE_KINDS = frozenset(
+    {
+        EventKind.ELASTIC_FAILURE,
+        EventKind.SIGNAL,
+        EventKind.FAULTHANDLER,
+        EventKind.WATCHDOG,
+        EventKind.OOM_KILL,
+        EventKind.OOPS,
+        EventKind.BACKTRACE,
+        EventKind.CORE,
+        EventKind.XID,
+    }
+)
+# a logging record that introduces a traceback it caught (`logger.exception(...)`): the traceback
+# was handled, the process went on
+_LOGGED = re.compile(r"^(?:ERROR|CRITICAL|EXCEPTION):[\w.]*:|[\s|\[-](?:ERROR|CRITICAL|EXCEPTION)\s*[\]|:-]")
+
+
+_SAYS_FAILURE = re.compile(
+    r"\b(?:[Ff]ailure|FAILURE|FAILED|[Ff]atal|FATAL|Segmentation fault|[Bb]us error|[Cc]ore dumped|Aborted)\b"
+)
+
+
+def finished(events: list[Event]) -> bool:
+    """A launcher said that the job (or this node's worker group) finished well."""
+    return any(e.fields.get("outcome") == "succeeded" for e in events)
+
+
+def is_failure_event(e: Event) -> bool:
+    """An event that says by itself that something failed (whatever the cause)."""
+    if e.kind in _FAILURE_KINDS:
+        return True
+    if e.kind is EventKind.LAUNCHER_EXIT:
+        code = e.fields.get("exitcode")
+        return not (isinstance(code, int) and code == 0)
+    if e.kind is EventKind.TRACEBACK:
+        return not e.fields.get("caught")
+    if e.kind is EventKind.LINE and e.fields.get("generic"):
+        # a line no signature names that still says a failure happened: the verdict is at least
+        # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count)
+        return bool(_SAYS_FAILURE.search(e.message))
+    return False
+
+
+def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event]:
+    """The events that show a failure: findings that are not mere context, and failure kinds."""
+    out: dict[int, Event] = {}
+    for f in findings:
+        if _shows_failure(f):
+            out[id(f.event)] = f.event
+    for e in events:
+        if is_failure_event(e):
+            out[id(e)] = e
+    return list(out.values())
+
+
+def _shows_failure(f: Finding) -> bool:
+    """A finding that is failure evidence: not context, not a traceback the program caught, not
+    a symptom read from an NCCL INFO line (NCCL reports its failures at WARN; at INFO it only
+    narrates, e.g. its service thread's connection closing at a normal teardown)."""
+    if f.role is Role.CONTEXT or f.event.fields.get("caught"):
+        return False
+    return not (f.role is Role.SYMPTOM and f.event.fields.get("nccl_level") == "INFO")
+
+
+def candidates(findings: list[Finding], standalone_ids: set[str] | frozenset[str] = frozenset()) -> set[Category]:
+    """The categories that evidence supports: those of root-cause findings and of symptoms that
+    may stand alone (a collective timeout). A symptom that only follows a failure (the
+    launcher's teardown SIGTERM, a child-failed banner) supports no category."""
+    return {
+        f.category
+        for f in findings
+        if _shows_failure(f)
+        and (f.role is Role.ROOT_CAUSE or f.signature in standalone_ids)
+        and f.category not in (Category.UNKNOWN, Category.NONE)
+    }
+
+
+def logged_before(previous_line: str) -> bool:
+    """The line just before a traceback is a logging record: the traceback was caught and logged."""
+    return bool(_LOGGED.search(previous_line))
+
+
+def mark_logged(events: list[Event]) -> list[Event]:
+    """Mark (`caught: true`) every traceback that a logging record of level ERROR introduces on the
+    line before it (`logger.exception(...)`): the program caught it and went on."""
+    previous = {(e.loc.file, e.loc.line): e.message for e in events if e.loc.line}
+    out = []
+    for e in events:
+        if e.kind is EventKind.TRACEBACK and e.loc.line and logged_before(previous.get((e.loc.file, e.loc.line - 1), "")):
+            e = replace(e, fields={**e.fields, "caught": True})
+        out.append(e)
+    return out

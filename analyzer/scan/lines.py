@@ -1,0 +1,67 @@
+"""Lines as terminals show them: what the scan matches is the text a person would read.
+
+A log written through a terminal carries more than its messages: ANSI colour and cursor codes
+(`ESC[31m`), progress bars that redraw themselves with carriage returns (tqdm writes
+`\\r 10%|#   | 1/10 ...\\r 20%|##  | ...` on one physical line), and messages glued after the last
+redraw when a process dies mid-bar (`100%|####| 10/10 [00:01<00:00]Killed`). `terminal_view`
+gives the text with colour codes removed and every redraw on a line of its own, plus where those
+extra line breaks are, so line numbers stay those of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left
+
+_ANSI = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# a carriage return that redraws the line (not the CR of a CRLF ending)
+_REDRAW = re.compile(rb"\r(?![\r\n])")
+# the end of a progress bar with text glued right after it: tqdm's `NN%|bar|` with no counts
+# after it, or its `[elapsed<remaining, rate]` block; the closing `|` or `]` becomes the break
+_GLUED = re.compile(rb"\d{1,3}%\|[^|\n\r]{0,200}(\|)(?= ?[A-Za-z])|\[\d+:\d\d(?::\d\d)?<[^\]\n\r]{0,200}(\])(?= ?[A-Za-z])")
+
+
+def needs_view(chunk: bytes) -> bool:
+    return b"\r" in chunk or b"\x1b" in chunk or b"%|" in chunk
+
+
+def terminal_view(chunk: bytes) -> tuple[bytes, list[int], list[tuple[int, int]]]:
+    """(view, breaks, removed): the chunk without ANSI codes and with a newline for every redraw
+    and glued message; `breaks` are the offsets in the view of those added newlines (sorted);
+    `removed` maps chunk offsets to view offsets: (chunk offset after a removed code, bytes
+    removed up to there)."""
+    removed: list[tuple[int, int]] = []
+    if b"\x1b" in chunk:
+        parts: list[bytes] = []
+        pos = total = 0
+        for m in _ANSI.finditer(chunk):
+            parts.append(chunk[pos : m.start()])
+            total += m.end() - m.start()
+            removed.append((m.end(), total))
+            pos = m.end()
+        parts.append(chunk[pos:])
+        chunk = b"".join(parts)
+    breaks: list[int] = []
+    if b"\r" in chunk or b"%|" in chunk or b"<" in chunk:
+        view = bytearray(chunk)
+        for m in _REDRAW.finditer(chunk):
+            view[m.start()] = 0x0A
+            breaks.append(m.start())
+        for m in _GLUED.finditer(chunk):
+            at = m.start(1) if m.group(1) is not None else m.start(2)
+            view[at] = 0x0A
+            breaks.append(at)
+        breaks.sort()
+        chunk = bytes(view)
+    return chunk, breaks, removed
+
+
+def view_offset(removed: list[tuple[int, int]], offset: int) -> int:
+    """Where a chunk offset (a line start, never inside a removed code) is in the view."""
+    i = bisect_left(removed, (offset + 1, -1)) - 1
+    return offset - (removed[i][1] if i >= 0 else 0)
+
+
+def added_before(breaks: list[int], offset: int) -> int:
+    """How many added line breaks come before this view offset."""
+    return bisect_left(breaks, offset)

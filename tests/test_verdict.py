@@ -1,0 +1,296 @@
+"""Verdicts that hold: abstention (none / unknown), lines as terminals show them, global ranks and
+hosts across nodes, the stalled rank of a hang, versions across files, evidence that quotes its line.
+
+The log lines below are machine-written lines of the emitters named next to them (NCCL's init and
+transport INFO lines, torchrun's agent and summary, nvidia-smi's header, DeepSpeed's ds_report and
+launcher); hosts and pids changed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analyzer.pipeline import analyze
+from analyzer.report.json_report import render_json
+from analyzer.scan.lines import terminal_view
+
+from .conftest import REPO
+
+CASES = sorted(p.parent for p in (REPO / "corpora").rglob("case.yaml"))
+HEALTHY = sorted(p.parent for p in (REPO / "corpora" / "healthy").glob("*/case.yaml"))
+
+
+def _write(run: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = run / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return run
+
+
+# torch.distributed.elastic agent, NCCL INFO chatter of a job that finished
+FINISHED = """\
+[default0]:gpu-c02:3331:3391 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>
+[default0]:gpu-c02:3331:3391 [0] NCCL INFO cudaDriverVersion 12020
+[default1]:gpu-c02:3332:3392 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC/read
+[default0]:gpu-c02:3331:3391 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read
+[default0]:gpu-c02:3331:3391 [0] NCCL INFO comm 0x8b6d9c0 rank 0 nranks 4 cudaDev 0 nvmlDev 0 busId 1000 commId 0x2cbd2bfba9b22d9b - Init COMPLETE
+[default0]:/usr/local/lib/python3.10/dist-packages/torch/cuda/memory.py:330: FutureWarning: torch.cuda.reset_max_memory_allocated now calls torch.cuda.reset_peak_memory_stats, which resets /all/ peak memory stats.
+[2024-05-01 10:10:01,456] torch.distributed.elastic.agent.server.api: [INFO] [default] worker group successfully finished. Waiting 300 seconds for other agents to finish.
+"""
+
+
+def test_a_finished_multi_node_torchrun_job_is_none(tmp_path: Path) -> None:
+    run = _write(tmp_path, {"node1/console.log": FINISHED, "node2/console.log": FINISHED.replace("gpu-c02", "gpu-c03")})
+    report = analyze(run)
+    assert report.verdict.category.value == "none"
+    assert report.verdict.title == "No failure found"
+    assert report.verdict.first_failure.file is None and report.verdict.confidence >= 0.9
+
+
+def test_an_empty_run_dir_stays_unknown(tmp_path: Path) -> None:
+    assert analyze(tmp_path).verdict.category.value == "unknown"
+
+
+def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
+    log = (
+        "[rank0] no checkpoint to resume from, starting from scratch\n"
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 54, in resume\n'
+        "    model.load_state_dict(torch.load(path))\n"
+        "FileNotFoundError: [Errno 2] No such file or directory: 'checkpoints/last.pt'\n"
+        "[rank0] epoch 0 step 0 loss 2.0975\n"
+        "[rank0] training finished\n"
+    )
+    report = analyze(_write(tmp_path, {"rank0.log": log}))
+    assert report.verdict.category.value == "none"
+    # the same traceback as the last word of its process is a failure
+    dead = analyze(_write(tmp_path / "dead", {"rank0.log": log.rsplit("[rank0] epoch", 1)[0]}))
+    assert dead.verdict.category.value != "none"
+
+
+def test_terminal_view_splits_redraws_and_glued_messages() -> None:
+    raw = b"a\n\x1b[31mERROR\x1b[0m: x\r\n 10%|#  | 1/10\r 20%|## | 2/10\rKilled\n100%|####| Killed\n"
+    view, breaks, _ = terminal_view(raw)
+    assert view.split(b"\n")[:6] == [b"a", b"ERROR: x\r", b" 10%|#  | 1/10", b" 20%|## | 2/10", b"Killed", b"100%|####"]
+    assert len(breaks) == 3
+
+
+def test_killed_glued_after_a_progress_bar_is_found(tmp_path: Path) -> None:
+    log = "Epoch 1:  10%|#   | 1/10 [00:01<00:09, 1.0it/s]\rEpoch 1: 100%|##########| 10/10 [00:09<00:00, 1.0it/s]Killed\n"
+    report = analyze(_write(tmp_path, {"train.log": log}))
+    assert report.verdict.category.value == "oom_cascade"
+    assert report.evidence[0].line == 1 and report.evidence[0].text == "Killed"
+
+
+# torchrun --tee console of node 2 of a 4 x 8 job: the OOM under [default5]: is rank 21
+NODE2 = """\
+[default5]:gpu-c02:3336:3396 [5] NCCL INFO comm 0x8b6d9c0 rank 21 nranks 32 cudaDev 5 nvmlDev 5 busId 8a000 commId 0x2cbd2bfba9b22d9b - Init COMPLETE
+[default4]:gpu-c02:3335:3395 [4] NCCL INFO comm 0x8b6d9d0 rank 20 nranks 32 cudaDev 4 nvmlDev 4 busId 89000 commId 0x2cbd2bfba9b22d9b - Init COMPLETE
+[default5]:Traceback (most recent call last):
+[default5]:  File "/workspace/train.py", line 88, in <module>
+[default5]:    loss.backward()
+[default5]:torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 5 has a total capacty of 79.15 GiB of which 1.21 GiB is free.
+[2024-05-01 10:00:05,456] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 5 (pid: 3336) of binary: /usr/bin/python
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-01_10:00:04
+  host      : gpu-c02
+  rank      : 21 (local_rank: 5)
+  exitcode  : 1 (pid: 3336)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_tee_local_rank_becomes_the_global_rank_with_its_host_and_time(tmp_path: Path) -> None:
+    report = analyze(_write(tmp_path, {"node2/console.log": NODE2}))
+    ff = report.verdict.first_failure
+    assert report.verdict.category.value == "oom_cascade"
+    assert (ff.rank, ff.host, ff.file, ff.line) == (21, "gpu-c02", "node2/console.log", 6)
+    assert ff.time is not None  # torchrun's summary dates rank 21's failure
+    assert report.evidence[0].text.startswith("[default5]:torch.cuda.OutOfMemoryError")
+
+
+def test_an_unmapped_local_rank_on_a_multi_node_job_is_a_warning(tmp_path: Path) -> None:
+    lines = "".join(line + "\n" for line in NODE2.splitlines()[2:6])
+    report = analyze(_write(tmp_path, {"node1/console.log": lines, "node2/console.log": lines}))
+    assert any("local ranks" in w for w in report.warnings)
+
+
+def test_the_rank_that_never_came_is_the_first_failure_of_a_hang() -> None:
+    # lab: 2 ranks on gloo, rank 0 stuck in data loading, rank 1 times out, the agent SIGTERMs rank 0
+    report = analyze(REPO / "corpora" / "lab" / "lab-hang-002")
+    assert report.verdict.category.value == "hang"
+    assert report.verdict.first_failure.rank == 0  # torchrun's Root Cause says rank 1
+
+
+def test_torch_built_for_a_newer_cuda_than_the_driver_then_sigsegv(tmp_path: Path) -> None:
+    files = {
+        "nvidia-smi.txt": "| NVIDIA-SMI 530.30.02              Driver Version: 530.30.02    CUDA Version: 12.1     |\n",
+        "ds_report.txt": "torch version .................... 2.7.0+cu128\ntorch cuda version ............... 12.8\n",
+        "console.log": "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/opt/venv/bin/python3.10', "
+        "'-u', 'trainCLM.py', '--local_rank=1'] exits with return code = -11\n",
+    }
+    report = analyze(_write(tmp_path, files))
+    assert report.verdict.category.value == "version_mismatch"
+    assert "12.8" in report.verdict.explanation and "12.1" in report.verdict.explanation
+    quoted = {e.file: e.text for e in report.evidence if e.role.value == "root_cause"}
+    assert "2.7.0+cu128" in quoted["ds_report.txt"] and "CUDA Version: 12.1" in quoted["nvidia-smi.txt"]
+    # the same versions without a crash are no failure
+    files.pop("console.log")
+    assert analyze(_write(tmp_path / "ok", files)).verdict.category.value == "none"
+
+
+def _line(run: Path, file: str, line: int) -> str:
+    raw = (run / file).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        import gzip
+
+        raw = gzip.decompress(raw)
+    view, _, _ = terminal_view(raw.splitlines()[line - 1] if line <= len(raw.splitlines()) else b"")
+    return view.decode("utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_every_evidence_row_quotes_the_line_it_cites(case: Path) -> None:
+    report = analyze(case)
+    seen = set()
+    for e in report.evidence:
+        assert (e.file, e.line) not in seen  # one row per line
+        seen.add((e.file, e.line))
+        if e.line is None or (case / e.file).suffix in (".json",) or not (case / e.file).is_file():
+            continue
+        assert e.text.strip() in _line(case, e.file, e.line).replace("\n", " ") + " ", (e.file, e.line, e.text)
+
+
+@pytest.mark.parametrize("case", HEALTHY, ids=lambda p: p.name)
+def test_no_failure_is_invented_on_the_healthy_corpus(case: Path) -> None:
+    report = analyze(case)
+    assert report.verdict.category.value == "none", [e.text for e in report.evidence[:3]]
+
+
+# --- on the lab's run dirs (real torchrun, gloo) and the version-mismatch fixture --------------
+
+
+def test_lab_4_node_tee_oom_names_the_global_rank_its_host_and_time() -> None:
+    # 4 nodes x 2, --tee: the victim is local rank 1 on labnode3, global rank 5
+    report = analyze(REPO / "corpora" / "lab" / "lab-oom-cascade-007")
+    ff = report.verdict.first_failure
+    assert report.verdict.category.value == "oom_cascade"
+    assert (ff.rank, ff.host) == (5, "labnode3")
+    assert ff.time is not None and ff.time_approx  # the kernel log's uptime has no wall clock: torchrun's record dates it
+    data = json.loads(render_json(report))
+    assert data["verdict"]["first_failure"]["time_approx"] is True
+    assert all(5 not in c.ranks for c in report.cascade)  # the victim is not its own cascade
+
+
+def test_lab_2_node_stall_names_the_stalled_rank() -> None:
+    # rank 2 (local rank 0 on labnode2) stalls in data loading; ranks 0, 1 and 3 time out
+    report = analyze(REPO / "corpora" / "lab" / "lab-hang-007")
+    assert report.verdict.category.value == "hang"
+    assert (report.verdict.first_failure.rank, report.verdict.first_failure.host) == (2, "labnode2")
+
+
+def test_lab_finished_2_node_job_is_none() -> None:
+    report = analyze(REPO / "corpora" / "healthy" / "lab-healthy-001")
+    assert report.verdict.category.value == "none" and not report.evidence and not report.missing_evidence
+
+
+def test_deepspeed_torch_cu128_on_a_driver_for_cuda_12_1_exiting_minus_11() -> None:
+    report = analyze(REPO / "tests" / "fixtures" / "version_mismatch" / "deepspeed-cu128-driver121")
+    v = report.verdict
+    assert v.category.value == "version_mismatch" and v.subcategory == "version_mismatch.driver_too_old"
+    assert v.first_failure.rank == 1  # DeepSpeed's launcher: '--local_rank=1' ... exits with return code = -11
+    assert "CUDA 12.8" in v.explanation and "CUDA 12.1" in v.explanation
+    texts = [e.text for e in report.evidence if e.role.value == "root_cause"]
+    assert any("2.7.0+cu128" in t for t in texts) and any("CUDA Version: 12.1" in t for t in texts)
+
+
+# --- flight-recorder dumps: the dump's own format (keys as PyTorch's flight recorder writes them)
+
+
+def _dump(rank: int, seqs: list[tuple[int, str]]) -> dict[str, object]:
+    entries = [
+        {
+            "record_id": i,
+            "pg_id": 0,
+            "process_group": ("0", "default_pg"),
+            "collective_seq_id": seq,
+            "p2p_seq_id": 0,
+            "op_id": seq,
+            "profiling_name": "nccl:all_reduce",
+            "input_sizes": [[3, 4]],
+            "input_dtypes": ["Float"],
+            "state": state,
+        }
+        for i, (seq, state) in enumerate(seqs)
+    ]
+    return {"version": "2.4", "rank": rank, "pg_config": {"0": {"name": "0", "desc": "default_pg"}}, "entries": entries}
+
+
+def test_flight_recorder_dumps_name_the_rank_that_fell_behind(tmp_path: Path) -> None:
+    import pickle
+
+    from analyzer.correlate.blame import stalled_rank
+    from analyzer.events.ingest import Ingested, ingest_flight_recorder
+    from analyzer.sources.discover import discover
+
+    (tmp_path / "nccl_trace_rank_0").write_bytes(pickle.dumps(_dump(0, [(1, "completed"), (2, "completed")])))
+    (tmp_path / "nccl_trace_rank_1").write_bytes(pickle.dumps(_dump(1, [(1, "completed")])))
+    (tmp_path / "trace_2.json").write_text(json.dumps(_dump(2, [(1, "completed"), (2, "started")])))
+    out = Ingested()
+    for src in discover(tmp_path):
+        assert src.kind.value == "flight_recorder", src.rel
+        ingest_flight_recorder(src, out)
+    assert {e.rank: e.fields["fr_last_seq"] for e in out.events} == {0: 2, 1: 1, 2: 2}
+    found = stalled_rank(out.events, [])
+    assert found is not None and found[0] == 1
+
+
+def test_a_pickle_that_names_a_callable_is_refused(tmp_path: Path) -> None:
+    import os
+    import pickle
+
+    from analyzer.sources.flight_recorder import read_dump
+
+    class Evil:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.getcwd, ())  # type: ignore[return-value]
+
+    path = tmp_path / "nccl_trace_rank_0"
+    path.write_bytes(pickle.dumps({"entries": [Evil()]}))
+    with pytest.raises(ValueError, match="refused"):
+        read_dump(path, path.name)
+
+
+def test_windows_paths_and_crlf_lines_are_read(tmp_path: Path) -> None:
+    log = (
+        "Traceback (most recent call last):\r\n"
+        '  File "C:\\Users\\me\\train.py", line 12, in <module>\r\n'
+        "    main()\r\n"
+        '  File "C:\\Users\\me\\anaconda3\\envs\\t\\lib\\site-packages\\torch\\cuda\\__init__.py", line 293, in _lazy_init\r\n'
+        "    torch._C._cuda_init()\r\n"
+        "RuntimeError: CUDA error: out of memory\r\n"
+    )
+    report = analyze(_write(tmp_path, {"train.log": log}))
+    assert report.verdict.category.value == "oom_cascade"
+    assert (report.evidence[0].line, report.evidence[0].text) == (6, "RuntimeError: CUDA error: out of memory")
+
+
+def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -> None:
+    # torchrun --tee's [default3]: with PyTorch's own [rank11]: after it, on node 2 of 2 x 8
+    log = (
+        "[default3]:[rank11]: Traceback (most recent call last):\n"
+        '[default3]:[rank11]:   File "/job/train.py", line 9, in <module>\n'
+        "[default3]:[rank11]:     loss.backward()\n"
+        "[default3]:[rank11]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "[default3]:gpu-c02:3331:3391 [3] NCCL INFO [Service thread] Connection closed by localRank 3\n"
+    )
+    report = analyze(_write(tmp_path, {"node2/console.log": log}))
+    assert report.verdict.first_failure.rank == 11
+    assert report.verdict.first_failure.host == "gpu-c02"  # the host the NCCL line of the same rank prints
