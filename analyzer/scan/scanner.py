@@ -25,15 +25,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analyzer.cachefile import read_entry, read_json, write_entry, write_json
 from analyzer.paths import cache_dir
 from analyzer.scan.literals import required_literals
 
@@ -315,31 +314,37 @@ class Scanner:
         return left
 
     def _load_hs(self, directory: Path, key: str) -> list[int] | None:
+        """The cached database, only after its entry passed its checks (owner, mode, content
+        hash: see analyzer.cachefile); a native database is never handed to Hyperscan unchecked."""
         assert _hs is not None
-        meta_path, db_path = directory / f"{key}.json", directory / f"{key}.hsdb"
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            db = _hs.loadb(db_path.read_bytes(), _hs.HS_MODE_BLOCK)
-            self._hs_db = db
-            self._hs_scratch = _hs.Scratch(db)
-        except (OSError, ValueError, KeyError, TypeError, _hs.error):
+        meta = read_json(directory, f"{key}.json")
+        if not isinstance(meta, dict) or meta.get("sha256") is None:
             return None
-        self.prefiltered = [self.patterns[i] for i in meta["prefiltered"]]
-        left: list[int] = list(meta["left"])
-        self.python_only = [self.patterns[i] for i in left]
+        raw = read_entry(directory, f"{key}.hsdb")
+        if raw is None or hashlib.sha256(raw).hexdigest() != meta["sha256"]:
+            return None
+        try:
+            prefiltered = [self.patterns[int(i)] for i in meta["prefiltered"]]
+            left = [int(i) for i in meta["left"]]
+            python_only = [self.patterns[i] for i in left]
+            db = _hs.loadb(raw, _hs.HS_MODE_BLOCK)
+            scratch = _hs.Scratch(db)
+        except (ValueError, KeyError, TypeError, IndexError, _hs.error):
+            return None
+        self._hs_db, self._hs_scratch = db, scratch
+        self.prefiltered, self.python_only = prefiltered, python_only
         return left
 
     def _save_hs(self, directory: Path, key: str, left: list[int]) -> None:
         assert _hs is not None
         index = {id(p): i for i, p in enumerate(self.patterns)}
-        meta = {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered]}
         try:
-            tmp = directory / f"{key}.hsdb.tmp{os.getpid()}"
-            tmp.write_bytes(_hs.dumpb(self._hs_db))
-            tmp.replace(directory / f"{key}.hsdb")
-            (directory / f"{key}.json").write_text(json.dumps(meta), encoding="utf-8")
-        except (OSError, _hs.error):
+            raw = _hs.dumpb(self._hs_db)
+        except _hs.error:
             return
+        meta = {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered], "sha256": hashlib.sha256(raw).hexdigest()}
+        write_entry(directory, f"{key}.hsdb", raw)
+        write_json(directory, f"{key}.json", meta)
 
     def _compile_hyperscan(self) -> list[int]:
         assert _hs is not None
