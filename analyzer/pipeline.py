@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analyzer import __version__
@@ -35,7 +35,7 @@ from analyzer.model import (
     SourceKind,
     Verdict,
 )
-from analyzer.redact import redact
+from analyzer.redact import redact, redact_text, redact_together
 from analyzer.signatures.loader import Signature, category_titles, database
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
@@ -112,7 +112,19 @@ def analyze(
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
     decision = combine(a.rule, a.findings, chosen, structured, tokens)
+    if opts.redact:  # the redaction stage: before anything is cut or rendered
+        a, decision = redact_stage(a, decision)
     return build_report(a, decision, opts)
+
+
+def redact_stage(a: Analysis, decision: Decision) -> tuple[Analysis, Decision]:
+    """Every string the report is built from (event texts and messages, finding summaries, file
+    names, notes) with its secrets redacted, whole, before any of it is cut."""
+    events, findings, sources, warnings, rule, new = redact_together(
+        a.events, a.findings, a.sources, a.warnings, a.rule, decision
+    )
+    run_dir = Path(redact_text(str(a.run_dir)))
+    return replace(a, run_dir=run_dir, events=events, findings=findings, sources=sources, warnings=warnings, rule=rule), new
 
 
 def build_report(a: Analysis, decision: Decision, opts: Options) -> Report:
