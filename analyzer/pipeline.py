@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analyzer import __version__
@@ -19,7 +19,7 @@ from analyzer.correlate.blame import blamed_rank
 from analyzer.correlate.clocks import align_clocks
 from analyzer.correlate.order import cascade, finding_key, timeline
 from analyzer.correlate.versions import version_skew_events
-from analyzer.events.ingest import build_scanner, ingest
+from analyzer.events.ingest import Limits, build_scanner, ingest
 from analyzer.events.normalize import normalize
 from analyzer.model import (
     Alternative,
@@ -48,6 +48,7 @@ class Options:
     core_timeout: float = 60.0
     redact: bool = True
     max_evidence: int = 40
+    limits: Limits = field(default_factory=Limits)  # sizes read and time spent (see events.ingest)
 
 
 def normalize_text(text: str) -> str:
@@ -85,7 +86,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     scanner = build_scanner(sigs)
-    ingested = ingest(sources, scanner, core_timeout=opts.core_timeout)
+    ingested = ingest(sources, scanner, core_timeout=opts.core_timeout, limits=opts.limits)
     events, clock_notes = align_clocks(normalize(ingested.events))
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)

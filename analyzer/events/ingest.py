@@ -6,6 +6,7 @@ Every problem with a file becomes a note on its `sources` entry and the analysis
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -16,10 +17,10 @@ from analyzer.parse.base import Region
 from analyzer.parse.prefix import split_prefix
 from analyzer.parse.registry import parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
-from analyzer.scan.scanner import Hit
+from analyzer.scan.scanner import MAX_REGIONS, Hit
 from analyzer.signatures.loader import Signature
 from analyzer.sources.discover import SourceFile
-from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
+from analyzer.sources.reader import ReadProblem, ReadStats, iter_chunks, read_text_limited
 
 SIGNATURE_OWNER = "signatures"
 CONTEXT_OWNER = "context"
@@ -31,6 +32,36 @@ CONTEXT_PATTERN = (
 )
 CONTEXT_CAP = 400
 WHOLE_FILE_LIMIT = 16 << 20
+GDB_TEXT_LIMIT = 4 << 20  # a saved backtrace; more is a flood of frames, parsed in quadratic-ish time
+
+
+@dataclass
+class Limits:
+    """Bounds on one analysis; each one hit becomes a note on the files it left out."""
+
+    file_bytes: int = 2 << 30  # content (decompressed) bytes read per file
+    total_bytes: int = 32 << 30  # content bytes read from the whole run dir
+    time_budget: float = 900.0  # seconds for the whole reading of the run dir
+    core_budget: float = 300.0  # seconds for all cores together (each also has its own timeout)
+
+
+@dataclass
+class _Budget:
+    limits: Limits
+    start: float = field(default_factory=time.monotonic)
+    bytes_left: int = 0
+    core_seconds_left: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.bytes_left = self.limits.total_bytes
+        self.core_seconds_left = self.limits.core_budget
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.limits.time_budget
+
+    def file_limit(self) -> int:
+        return max(0, min(self.limits.file_bytes, self.bytes_left))
 
 
 @dataclass
@@ -127,19 +158,32 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     return events
 
 
-def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
+def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _Budget | None = None) -> None:
+    budget = budget or _Budget(Limits())
+    limit = budget.file_limit()
+    per_file = limit >= budget.limits.file_bytes
+    stats = ReadStats(limit_name="the size limit per file" if per_file else "the size limit for the whole run dir")
+    chunks = iter_chunks(
+        src.path, src.compression, stats=stats, limit=limit, deadline=budget.deadline, expect=src.file_id, follow=src.via_symlink
+    )
     try:
-        result = scanner.scan(iter_chunks(src.path, src.compression))
+        result = scanner.scan(chunks)
         status, note = "parsed", ""
     except ReadProblem as exc:
         result = None
         status, note = "error", str(exc)
+    budget.bytes_left -= stats.bytes
     if result is None:
         out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, status, note, src.rank, src.host))
         return
-    notes = []
+    notes = stats.notes()
     if result.dropped:
         notes.append(f"{result.dropped} more interesting lines not parsed (limit reached)")
+    if result.not_examined:
+        notes.append(
+            f"{result.not_examined} line(s) after line {result.capped_at} not examined (the limit of "
+            f"{MAX_REGIONS} interesting lines per file was reached)"
+        )
     if result.long_lines:
         notes.append(f"{result.long_lines} very long line(s) cut at 64 KiB")
     events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
@@ -148,7 +192,7 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
 
 
 def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
+    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT, expect=src.file_id, follow=src.via_symlink)
     events = torchelastic.parse_error_json(text, src.rel, src.rank, src.host)
     for ev in events:
         ev.fields["source_kind"] = str(src.kind)
@@ -173,7 +217,7 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
     from analyzer.parse.gdb_backtrace import parse_text
     from analyzer.parse.gdb_event import backtrace_event, fault_from_text
 
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT)
+    text, cut = read_text_limited(src.path, src.compression, GDB_TEXT_LIMIT, expect=src.file_id, follow=src.via_symlink)
     lines = text.count("\n") + 1
     try:
         bt = parse_text(text)
@@ -191,7 +235,7 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
         ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
     out.sources.append(
-        SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 16 MiB" if cut else "", src.rank, src.host)
+        SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 4 MiB" if cut else "", src.rank, src.host)
     )
 
 
@@ -220,8 +264,9 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
 
 
-def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0) -> Ingested:
+def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0, limits: Limits | None = None) -> Ingested:
     out = Ingested()
+    budget = _Budget(limits or Limits())
     for src in sources:
         if src.status in ("skipped", "error"):
             note = src.note
@@ -230,14 +275,29 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
                 out.warnings.append(f"{src.rel}: {note}")
             out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))
             continue
+        left = budget.deadline - time.monotonic()
+        if left <= 0 or budget.bytes_left <= 0:
+            why = "the time budget" if left <= 0 else "the size limit for the whole run dir"
+            out.sources.append(
+                SourceInfo(src.rel, src.kind, src.size, None, "skipped", f"not read: {why} was spent", src.rank, src.host)
+            )
+            continue
         if src.kind is SourceKind.CORE_DUMP:
-            ingest_core(src, out, core_timeout)
+            allowed = min(core_timeout, budget.core_seconds_left, left)
+            if allowed < 1.0:
+                note = f"not analyzed: the time budget for cores ({budget.limits.core_budget:g} s) was spent"
+                out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "skipped", note, src.rank, src.host))
+                out.warnings.append(f"{src.rel}: core {note}")
+                continue
+            began = time.monotonic()
+            ingest_core(src, out, allowed)
+            budget.core_seconds_left -= time.monotonic() - began
         elif src.kind is SourceKind.GDB_BACKTRACE:
             ingest_gdb_text(src, out)
         elif src.kind is SourceKind.ELASTIC_ERROR:
             ingest_elastic_error(src, out)
         else:
-            ingest_text_file(src, scanner, out)
+            ingest_text_file(src, scanner, out, budget)
     return out
 
 

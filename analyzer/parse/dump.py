@@ -10,7 +10,7 @@ from analyzer.model import Event, SourceKind
 from analyzer.parse import python_traceback
 from analyzer.parse.base import Region
 from analyzer.sources.discover import sniff
-from analyzer.sources.reader import compression_of, read_head, read_text_limited
+from analyzer.sources.reader import ReadProblem, compression_of, open_regular, read_head, read_text_limited
 
 _BY_KIND = {
     SourceKind.KERNEL_LOG: "dmesg",
@@ -51,8 +51,11 @@ def _region_events(module_name: str, text: str, file: str) -> list[Event]:
 
 
 def dump_file(kind: str, path: Path) -> dict[str, Any]:
-    with path.open("rb") as raw:
-        compression = compression_of(raw.read(8))
+    try:
+        with open_regular(path, follow=True) as raw:  # a FIFO or device is refused, not waited on
+            compression = compression_of(raw.read(8))
+    except ReadProblem as exc:
+        raise ValueError(f"{path}: {exc}") from exc
     text, _ = read_text_limited(path, compression)
     if kind == "auto":
         head = read_head(path)

@@ -72,8 +72,10 @@ class ScanResult:
     hits: list[Hit] = field(default_factory=list)
     lines: int = 0
     bytes: int = 0
-    dropped: int = 0  # hits beyond MAX_REGIONS
+    dropped: int = 0  # hits beyond MAX_REGIONS in the chunk that reached it
     long_lines: int = 0
+    capped_at: int = 0  # the line where MAX_REGIONS was reached (0: never)
+    not_examined: int = 0  # lines after the chunk that reached MAX_REGIONS, not looked at
 
 
 _VOCAB_LEN = 3  # length of the shared substrings tested first (shorter: fewer of them, fewer passes)
@@ -493,6 +495,11 @@ class Scanner:
         owners_among: Callable[[str, Iterable[int]], tuple[tuple[str, ...], int]] = self._owners_among
         for chunk in chunks:
             result.bytes += len(chunk)
+            if result.capped_at:  # bounded work after the cap: count the lines, look at nothing
+                n = chunk.count(b"\n") + (1 if chunk and not chunk.endswith(b"\n") else 0)
+                result.not_examined += n
+                line_base += n
+                continue
             buf, cut_starts = _bound_long_lines(chunk)
             if pending:
                 pending = self._feed_pending(pending, buf, 0)
@@ -538,6 +545,7 @@ class Scanner:
                             pending.extend(self._feed_pending([hit], buf, end + 1))
                     else:
                         result.dropped += 1
+                        result.capped_at = result.capped_at or line_no
             line_base += chunk.count(b"\n")
             if chunk and not chunk.endswith(b"\n"):
                 line_base += 1
