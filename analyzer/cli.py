@@ -96,7 +96,22 @@ def analyze(
         click.echo(f"postmortem: {exc}", err=True)
         sys.exit(2)
     use_color = (sys.stdout.isatty() if color is None else color) and output is None
-    _write(render(report, fmt, color=use_color), output)
+    text = render(report, fmt, color=use_color)
+    if output is None:
+        _write(text, None)
+        return
+    from analyzer.output import OutputRefused, write_outside
+
+    try:  # checked again on the very file system objects, and written atomically
+        write_outside(text, output, run_dir)
+    except OutputRefused as exc:
+        click.echo(f"postmortem: -o {exc}", err=True)
+        sys.exit(2)
+    click.echo(f"wrote {_shown(output)}", err=True)
+
+
+def _shown(path: Path) -> str:
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 PARSE_KINDS = ("auto", "python_traceback", "torchelastic", "faulthandler", "nccl", "dmesg", "gdb")
