@@ -65,6 +65,7 @@ def main() -> None:
 @click.option("--max-total-size", default="32G", show_default=True, help="Content read from the whole run dir.")
 @click.option("--time-budget", type=float, default=900.0, show_default=True, help="Seconds for reading the whole run dir.")
 @click.option("--core-budget", type=float, default=300.0, show_default=True, help="Seconds for all cores together.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Processes that scan files (default: the CPUs).")
 def analyze(
     run_dir: Path,
     fmt: str,
@@ -77,6 +78,7 @@ def analyze(
     max_total_size: str,
     time_budget: float,
     core_budget: float,
+    jobs: int | None,
 ) -> None:
     """Name the root cause of the failed job that left RUN_DIR."""
     from analyzer.events.ingest import Limits
@@ -90,7 +92,9 @@ def analyze(
         limits = Limits(
             _size(max_file_size, "--max-file-size"), _size(max_total_size, "--max-total-size"), time_budget, core_budget
         )
-        opts = Options(follow_symlinks=follow_symlinks, core_timeout=core_timeout, redact=not no_redact, limits=limits)
+        opts = Options(
+            follow_symlinks=follow_symlinks, core_timeout=core_timeout, redact=not no_redact, limits=limits, workers=jobs
+        )
         report = run(run_dir, opts)
     except RunDirError as exc:
         click.echo(f"postmortem: {exc}", err=True)

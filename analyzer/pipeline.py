@@ -49,6 +49,7 @@ class Options:
     redact: bool = True
     max_evidence: int = 40
     limits: Limits = field(default_factory=Limits)  # sizes read and time spent (see events.ingest)
+    workers: int | None = None  # processes that scan text files (None: the CPUs, when worth it; 1: one)
 
 
 def normalize_text(text: str) -> str:
@@ -86,7 +87,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     scanner = build_scanner(sigs)
-    ingested = ingest(sources, scanner, core_timeout=opts.core_timeout, limits=opts.limits)
+    ingested = ingest(sources, scanner, core_timeout=opts.core_timeout, limits=opts.limits, workers=opts.workers)
     events, clock_notes = align_clocks(normalize(ingested.events))
     events += version_skew_events(events)
     findings = sorted(find(sigs, events) + xid_findings(events), key=finding_key)

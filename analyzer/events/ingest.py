@@ -5,9 +5,11 @@ Every problem with a file becomes a note on its `sources` entry and the analysis
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -158,24 +160,28 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     return events
 
 
-def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _Budget | None = None) -> None:
-    budget = budget or _Budget(Limits())
-    limit = budget.file_limit()
-    per_file = limit >= budget.limits.file_bytes
+@dataclass
+class _FileResult:
+    events: list[Event]
+    info: SourceInfo
+    bytes_read: int
+    limit_hit: bool
+
+
+def _scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, deadline: float) -> _FileResult:
+    """Scan and parse one text file within `limit` content bytes and `deadline`."""
     stats = ReadStats(limit_name="the size limit per file" if per_file else "the size limit for the whole run dir")
+    if time.monotonic() > deadline:
+        info = SourceInfo(src.rel, src.kind, src.size, None, "skipped", "not read: the time budget was spent", src.rank, src.host)
+        return _FileResult([], info, 0, False)
     chunks = iter_chunks(
-        src.path, src.compression, stats=stats, limit=limit, deadline=budget.deadline, expect=src.file_id, follow=src.via_symlink
+        src.path, src.compression, stats=stats, limit=limit, deadline=deadline, expect=src.file_id, follow=src.via_symlink
     )
     try:
         result = scanner.scan(chunks)
-        status, note = "parsed", ""
     except ReadProblem as exc:
-        result = None
-        status, note = "error", str(exc)
-    budget.bytes_left -= stats.bytes
-    if result is None:
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, status, note, src.rank, src.host))
-        return
+        info = SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host)
+        return _FileResult([], info, stats.bytes, False)
     notes = stats.notes()
     if result.dropped:
         notes.append(f"{result.dropped} more interesting lines not parsed (limit reached)")
@@ -187,8 +193,47 @@ def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _
     if result.long_lines:
         notes.append(f"{result.long_lines} very long line(s) cut at 64 KiB")
     events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
-    out.events.extend(events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, result.lines, status, "; ".join(notes), src.rank, src.host))
+    info = SourceInfo(src.rel, src.kind, src.size, result.lines, "parsed", "; ".join(notes), src.rank, src.host)
+    return _FileResult(events, info, stats.bytes, bool(stats.limit_hit))
+
+
+def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _Budget | None = None) -> None:
+    budget = budget or _Budget(Limits())
+    limit = budget.file_limit()
+    r = _scan_file(src, scanner, limit, limit >= budget.limits.file_bytes, budget.deadline)
+    _take(r, out, budget)
+
+
+def _take(r: _FileResult, out: Ingested, budget: _Budget) -> None:
+    budget.bytes_left -= r.bytes_read
+    out.events.extend(r.events)
+    out.sources.append(r.info)
+
+
+# --- both cores: text files scanned in worker processes, merged in the run dir's order ----------
+
+PARALLEL_MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
+_TEXT_KINDS = (SourceKind.TRAINING_LOG, SourceKind.NCCL_LOG, SourceKind.KERNEL_LOG, SourceKind.FAULTHANDLER)
+_worker_scanner: Scanner | None = None
+
+
+def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
+    src, limit, deadline = task
+    assert _worker_scanner is not None
+    return _scan_file(src, _worker_scanner, limit, True, deadline)
+
+
+def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
+    """How many processes to scan with: 1 unless there are several CPUs, several text files and
+    enough bytes to be worth it (`wanted` overrides the CPU count: 1 turns it off)."""
+    texts = [s for s in sources if s.status == "pending" and s.kind in _TEXT_KINDS]
+    if len(texts) < 2 or sum(s.size for s in texts) < PARALLEL_MIN_BYTES:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(wanted or cpus, len(texts), 8))
 
 
 def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
@@ -264,10 +309,50 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
 
 
-def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0, limits: Limits | None = None) -> Ingested:
+def ingest(
+    sources: list[SourceFile],
+    scanner: Scanner,
+    core_timeout: float = 60.0,
+    limits: Limits | None = None,
+    workers: int | None = None,
+) -> Ingested:
+    """Every file's events and notes, in the order of `sources`. Text files are scanned in
+    `workers` processes when the run dir is big enough (see `workers_for`); the results are
+    merged in order and are the same as one process gives."""
     out = Ingested()
     budget = _Budget(limits or Limits())
+    n = workers_for(sources, workers)
+    ahead: Iterator[_FileResult] | None = None
+    pool = None
+    if n > 1 and "fork" in multiprocessing.get_all_start_methods():
+        global _worker_scanner
+        _worker_scanner = scanner
+        tasks = [
+            (s, budget.limits.file_bytes, budget.deadline) for s in sources if s.status == "pending" and s.kind in _TEXT_KINDS
+        ]
+        pool = multiprocessing.get_context("fork").Pool(n)
+        ahead = pool.imap(_worker, tasks, chunksize=1)
+    try:
+        _ingest_all(sources, scanner, core_timeout, budget, out, ahead)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    return out
+
+
+def _ingest_all(
+    sources: list[SourceFile],
+    scanner: Scanner,
+    core_timeout: float,
+    budget: _Budget,
+    out: Ingested,
+    ahead: Iterator[_FileResult] | None,
+) -> None:
     for src in sources:
+        # a text file read ahead by a worker: its result is taken in this order, as one process
+        # would have read it (read again here only when the run dir's size limit cuts it)
+        early = next(ahead) if ahead is not None and src.status == "pending" and src.kind in _TEXT_KINDS else None
         if src.status in ("skipped", "error"):
             note = src.note
             if src.status == "skipped" and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
@@ -276,13 +361,21 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
             out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))
             continue
         left = budget.deadline - time.monotonic()
-        if left <= 0 or budget.bytes_left <= 0:
-            why = "the time budget" if left <= 0 else "the size limit for the whole run dir"
+        if (left <= 0 and early is None) or budget.bytes_left <= 0:
+            why = "the time budget" if budget.bytes_left > 0 else "the size limit for the whole run dir"
             out.sources.append(
                 SourceInfo(src.rel, src.kind, src.size, None, "skipped", f"not read: {why} was spent", src.rank, src.host)
             )
             continue
-        if src.kind is SourceKind.CORE_DUMP:
+        if early is not None:
+            fits = budget.bytes_left >= budget.limits.file_bytes or (
+                early.bytes_read <= budget.bytes_left and not early.limit_hit
+            )
+            if fits:
+                _take(early, out, budget)
+            else:
+                ingest_text_file(src, scanner, out, budget)
+        elif src.kind is SourceKind.CORE_DUMP:
             allowed = min(core_timeout, budget.core_seconds_left, left)
             if allowed < 1.0:
                 note = f"not analyzed: the time budget for cores ({budget.limits.core_budget:g} s) was spent"
@@ -298,7 +391,6 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
             ingest_elastic_error(src, out)
         else:
             ingest_text_file(src, scanner, out, budget)
-    return out
 
 
 def events_from_text(text: str, scanner: Scanner, file: str = "<text>") -> list[Event]:
