@@ -14,8 +14,8 @@ from pathlib import Path
 import click
 
 from analyzer import __version__
-
-FORMATS = ("text", "json", "markdown")
+from analyzer.parse.registry import names as parser_names
+from analyzer.report.registry import RENDERERS
 
 
 def _write(text: str, output: Path | None) -> None:
@@ -55,7 +55,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "html"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(list(RENDERERS)), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the report to this file.")
 @click.option("--follow-symlinks", is_flag=True, help="Follow symlinks that lead out of the run dir.")
 @click.option("--core-timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may spend on one core.")
@@ -118,18 +118,13 @@ def _shown(path: Path) -> str:
     return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-PARSE_KINDS = ("auto", "python_traceback", "torchelastic", "faulthandler", "nccl", "dmesg", "gdb")
-_ALIASES = {"traceback": "python_traceback", "python": "python_traceback", "gdb_backtrace": "gdb", "kernel": "dmesg"}
-
-
 @main.command()
-@click.argument("kind", type=click.Choice(PARSE_KINDS + tuple(_ALIASES)))
+@click.argument("kind", type=click.Choice(["auto", *parser_names()]))
 @click.argument("file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 def parse(kind: str, file: Path) -> None:
     """Print the parsed events of one FILE as JSON (KIND: a grammar name, or auto)."""
     from analyzer.parse.dump import dump_file
 
-    kind = _ALIASES.get(kind, kind)
     try:
         data = dump_file(kind, file)
     except ValueError as exc:
@@ -149,8 +144,8 @@ def parse(kind: str, file: Path) -> None:
 @click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds gdb may run.")
 def core(core: Path, exe: Path | None, fmt: str, timeout: float) -> None:
     """What gdb sees in a CORE: signal, fault address and its mapping, all threads, the crash thread."""
-    from analyzer.report.core import render_core_text
-    from analyzer.sources.coredump import CoreError, analyze_core, core_to_dict
+    from analyzer.report.core import core_to_dict, render_core_text
+    from analyzer.sources.coredump import CoreError, analyze_core
 
     try:
         info = analyze_core(core, exe=exe, timeout=timeout)
@@ -243,14 +238,14 @@ def signatures_check(root: Path | None) -> None:
 @click.option("--min-accuracy", type=float, default=None, help="Exit 1 when accuracy is below this (0..1).")
 def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | None, min_accuracy: float | None) -> None:
     """Accuracy, per-category precision/recall/F1, confusion matrix and reliability on labeled cases."""
-    from analyzer.classify.evaluate import evaluate as run
-    from analyzer.classify.evaluate import render_text
+    from analyzer.corpus.evaluate import evaluate as run
+    from analyzer.corpus.evaluate import render_text
 
     if no_cv:
         result = run(corpus_dir)
     else:
         try:
-            from analyzer.classify.train import cross_validate
+            from analyzer.corpus.train import cross_validate
         except ImportError as exc:
             click.echo(
                 f"postmortem: cross-validation needs scikit-learn (pip install 'postmortem[ml]'), or use --no-cv: {exc}", err=True
@@ -258,7 +253,7 @@ def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | N
             sys.exit(2)
         result = cross_validate(corpus_dir, folds)
     if plot is not None:
-        from analyzer.classify.plot import write_plot
+        from analyzer.corpus.plot import write_plot
 
         write_plot(result, plot)
     click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True) if fmt == "json" else render_text(result), nl=False)
@@ -277,8 +272,8 @@ def train(corpus_dir: Path, output: Path | None, folds: int) -> None:
     import time
 
     try:
-        from analyzer.classify.train import to_json
-        from analyzer.classify.train import train as run
+        from analyzer.corpus.train import to_json
+        from analyzer.corpus.train import train as run
     except ImportError as exc:
         click.echo(f"postmortem: training needs scikit-learn (pip install 'postmortem[ml]'): {exc}", err=True)
         sys.exit(2)

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from analyzer.events.ingest import build_scanner  # noqa: E402
 from analyzer.scan.literals import required_literals  # noqa: E402
-from analyzer.signatures.loader import database  # noqa: E402
+from analyzer.signatures.loader import database, line_patterns  # noqa: E402
 from tests.scan.synth import _FAILURE, _nccl_init, _step_line  # noqa: E402
 
 RANKS = 64
@@ -84,7 +84,7 @@ def make_run_dir(root: Path, total: int) -> None:
 def literal_files(tmp: Path) -> tuple[Path, Path]:
     cs: set[bytes] = set()
     ci: set[bytes] = set()
-    for p in build_scanner(database()).patterns:
+    for p in build_scanner(line_patterns(database())).patterns:
         req = required_literals(p.regex, p.ignore_case)
         if req is not None:
             (ci if req[1] else cs).update(req[0])

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from analyzer.events.ingest import CONTEXT_CAP, CONTEXT_OWNER, build_scanner  # noqa: E402
 from analyzer.scan.literals import required_literals  # noqa: E402
 from analyzer.scan.scanner import HAVE_HYPERSCAN, Scanner  # noqa: E402
-from analyzer.signatures.loader import database  # noqa: E402
+from analyzer.signatures.loader import database, line_patterns  # noqa: E402
 from analyzer.sources.reader import iter_chunks  # noqa: E402
 from tests.scan.synth import write_training_log  # noqa: E402
 
@@ -57,7 +57,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-python", action="store_true", help="do not time the portable engine (slow on big files)")
     args = parser.parse_args()
-    patterns = build_scanner(database()).patterns
+    patterns = build_scanner(line_patterns(database())).patterns
     caps = {CONTEXT_OWNER: CONTEXT_CAP}
     with tempfile.TemporaryDirectory(prefix="bench-scan-") as tmp:
         log = Path(tmp) / "train.log"

@@ -34,9 +34,8 @@ def combine(
     if rules_sure:
         category = rule.category
         confidence = model.calibrate("rules", rule.confidence)
-        decided = replace(rule, confidence=round(confidence, 2))
         others = [_alt(c, p) for c, p in ranked if c != category.value][:3]
-        decided.alternatives = _merge(rule.alternatives, others)
+        decided = replace(rule, confidence=round(confidence, 2), alternatives=_merge(rule.alternatives, others))
         return _unknown_if_low(decided, notes)
     category = Category(ranked[0][0])
     raw = ranked[0][1]
@@ -69,8 +68,7 @@ def _merge(
 
 def _unknown_if_low(decision: Decision, notes: list[str]) -> Decision:
     if decision.confidence >= UNKNOWN_BELOW or decision.category is Category.UNKNOWN:
-        decision.notes = notes
-        return decision
+        return replace(decision, notes=notes)
     guess = (decision.category, decision.subcategory, decision.confidence)
     notes.append(f"best guess {decision.category} is below the confidence threshold {UNKNOWN_BELOW}")
     return Decision(

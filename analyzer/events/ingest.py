@@ -13,14 +13,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind
+from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
 from analyzer.parse import torchelastic
 from analyzer.parse.base import Region
+from analyzer.parse.core_event import core_events
 from analyzer.parse.prefix import split_prefix
 from analyzer.parse.registry import parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import MAX_REGIONS, Hit
-from analyzer.signatures.loader import Signature
 from analyzer.sources.discover import SourceFile
 from analyzer.sources.reader import ReadProblem, ReadStats, iter_chunks, read_text_limited
 
@@ -73,27 +73,26 @@ class Ingested:
     warnings: list[str] = field(default_factory=list)
 
 
-_SCANNERS: dict[tuple[tuple[tuple[str, bool], ...], ...], Scanner] = {}
+_SCANNERS: dict[tuple[tuple[str, bool], ...], Scanner] = {}
 
 
-def build_scanner(signatures: Iterable[Signature]) -> Scanner:
-    """The scanner for these signatures (built once per process for the same patterns)."""
-    sigs = list(signatures)
-    key = tuple(s.line_patterns for s in sigs)
+def build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
+    """The scanner for the parsers' triggers plus these (regex, ignore_case) line patterns (the
+    signatures'), built once per process for the same patterns."""
+    key = tuple(line_patterns)
     if key not in _SCANNERS:
         _SCANNERS.clear()
-        _SCANNERS[key] = _build_scanner(sigs)
+        _SCANNERS[key] = _build_scanner(key)
     return _SCANNERS[key]
 
 
-def _build_scanner(signatures: Iterable[Signature]) -> Scanner:
+def _build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
     patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case) for stem, t in triggers()]
     seen: set[tuple[str, bool]] = set()
-    for sig in signatures:
-        for regex, icase in sig.line_patterns:
-            if (regex, icase) not in seen:
-                seen.add((regex, icase))
-                patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
+    for regex, icase in line_patterns:
+        if (regex, icase) not in seen:
+            seen.add((regex, icase))
+            patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
     return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP})
 
@@ -154,10 +153,15 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                     fields=fields,
                 )
             ]
-        for ev in parsed_here:
-            ev.fields.setdefault("source_kind", str(kind))
-        events.extend(parsed_here)
+        events.extend(_with_source_kind(ev, kind, keep=True) for ev in parsed_here)
     return events
+
+
+def _with_source_kind(ev: Event, kind: SourceKind, keep: bool = False) -> Event:
+    """The event with the kind of file it came from (`source_kind`); `keep`: unless it has one."""
+    if keep and "source_kind" in ev.fields:
+        return ev
+    return replace(ev, fields={**ev.fields, "source_kind": str(kind)})
 
 
 @dataclass
@@ -172,7 +176,9 @@ def _scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, de
     """Scan and parse one text file within `limit` content bytes and `deadline`."""
     stats = ReadStats(limit_name="the size limit per file" if per_file else "the size limit for the whole run dir")
     if time.monotonic() > deadline:
-        info = SourceInfo(src.rel, src.kind, src.size, None, "skipped", "not read: the time budget was spent", src.rank, src.host)
+        info = SourceInfo(
+            src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "not read: the time budget was spent", src.rank, src.host
+        )
         return _FileResult([], info, 0, False)
     chunks = iter_chunks(
         src.path, src.compression, stats=stats, limit=limit, deadline=deadline, expect=src.file_id, follow=src.via_symlink
@@ -180,7 +186,7 @@ def _scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, de
     try:
         result = scanner.scan(chunks)
     except ReadProblem as exc:
-        info = SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host)
+        info = SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host)
         return _FileResult([], info, stats.bytes, False)
     notes = stats.notes()
     if result.dropped:
@@ -193,7 +199,7 @@ def _scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, de
     if result.long_lines:
         notes.append(f"{result.long_lines} very long line(s) cut at 64 KiB")
     events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
-    info = SourceInfo(src.rel, src.kind, src.size, result.lines, "parsed", "; ".join(notes), src.rank, src.host)
+    info = SourceInfo(src.rel, src.kind, src.size, result.lines, SourceStatus.PARSED, "; ".join(notes), src.rank, src.host)
     return _FileResult(events, info, stats.bytes, bool(stats.limit_hit))
 
 
@@ -226,7 +232,7 @@ def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
 def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
     """How many processes to scan with: 1 unless there are several CPUs, several text files and
     enough bytes to be worth it (`wanted` overrides the CPU count: 1 turns it off)."""
-    texts = [s for s in sources if s.status == "pending" and s.kind in _TEXT_KINDS]
+    texts = [s for s in sources if s.status == SourceStatus.PENDING and s.kind in _TEXT_KINDS]
     if len(texts) < 2 or sum(s.size for s in texts) < PARALLEL_MIN_BYTES:
         return 1
     try:
@@ -238,9 +244,7 @@ def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
 
 def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
     text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT, expect=src.file_id, follow=src.via_symlink)
-    events = torchelastic.parse_error_json(text, src.rel, src.rank, src.host)
-    for ev in events:
-        ev.fields["source_kind"] = str(src.kind)
+    events = [_with_source_kind(ev, src.kind) for ev in torchelastic.parse_error_json(text, src.rel, src.rank, src.host)]
     out.events.extend(events)
     bad = any(e.kind == EventKind.UNPARSED for e in events)
     out.sources.append(
@@ -249,7 +253,7 @@ def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
             src.kind,
             src.size,
             text.count("\n") + 1,
-            "error" if bad else "parsed",
+            SourceStatus.ERROR if bad else SourceStatus.PARSED,
             "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""),
             src.rank,
             src.host,
@@ -268,19 +272,20 @@ def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
         bt = parse_text(text)
     except Exception as exc:
         out.sources.append(
-            SourceInfo(src.rel, src.kind, src.size, lines, "error", f"backtrace not understood: {exc}", src.rank, src.host)
+            SourceInfo(
+                src.rel, src.kind, src.size, lines, SourceStatus.ERROR, f"backtrace not understood: {exc}", src.rank, src.host
+            )
         )
         return
     first = text.split("\n", 1)[0]
     ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
-    ev.fields["source_kind"] = str(src.kind)
     fault = fault_from_text(text)
-    ev.fields.update(fault)
+    ev = replace(ev, fields={**ev.fields, "source_kind": str(src.kind), **fault})
     if fault.get("fault_mapping"):
         ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
     out.events.append(ev)
     out.sources.append(
-        SourceInfo(src.rel, src.kind, src.size, lines, "parsed", "cut at 4 MiB" if cut else "", src.rank, src.host)
+        SourceInfo(src.rel, src.kind, src.size, lines, SourceStatus.PARSED, "cut at 4 MiB" if cut else "", src.rank, src.host)
     )
 
 
@@ -289,21 +294,27 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
         from analyzer.sources import coredump
     except ImportError:
         out.sources.append(
-            SourceInfo(src.rel, src.kind, src.size, None, "skipped", "core analysis not available", src.rank, src.host)
+            SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "core analysis not available", src.rank, src.host)
         )
         return
     try:
         info = coredump.analyze_core(src.path, timeout=core_timeout)
     except Exception as exc:  # CoreError and anything gdb did
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "error", str(exc), src.rank, src.host))
+        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host))
         out.warnings.append(f"{src.rel}: core not analyzed: {exc}")
         return
-    events = coredump.core_events(info, src.rel)
-    events = [replace(e, rank=e.rank if e.rank is not None else src.rank, host=e.host or src.host) for e in events]
-    for ev in events:
-        ev.fields["source_kind"] = str(src.kind)
+    events = core_events(info, src.rel)
+    events = [
+        replace(
+            e,
+            rank=e.rank if e.rank is not None else src.rank,
+            host=e.host or src.host,
+            fields={**e.fields, "source_kind": str(src.kind)},
+        )
+        for e in events
+    ]
     out.events.extend(events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "parsed", "", src.rank, src.host))
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.PARSED, "", src.rank, src.host))
 
 
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
@@ -328,7 +339,9 @@ def ingest(
         global _worker_scanner
         _worker_scanner = scanner
         tasks = [
-            (s, budget.limits.file_bytes, budget.deadline) for s in sources if s.status == "pending" and s.kind in _TEXT_KINDS
+            (s, budget.limits.file_bytes, budget.deadline)
+            for s in sources
+            if s.status == SourceStatus.PENDING and s.kind in _TEXT_KINDS
         ]
         pool = multiprocessing.get_context("fork").Pool(n)
         ahead = pool.imap(_worker, tasks, chunksize=1)
@@ -352,10 +365,10 @@ def _ingest_all(
     for src in sources:
         # a text file read ahead by a worker: its result is taken in this order, as one process
         # would have read it (read again here only when the run dir's size limit cuts it)
-        early = next(ahead) if ahead is not None and src.status == "pending" and src.kind in _TEXT_KINDS else None
-        if src.status in ("skipped", "error"):
+        early = next(ahead) if ahead is not None and src.status == SourceStatus.PENDING and src.kind in _TEXT_KINDS else None
+        if src.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
             note = src.note
-            if src.status == "skipped" and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
+            if src.status == SourceStatus.SKIPPED and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
                 note = "named like a core dump but not an ELF core file"
                 out.warnings.append(f"{src.rel}: {note}")
             out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))
@@ -364,7 +377,9 @@ def _ingest_all(
         if (left <= 0 and early is None) or budget.bytes_left <= 0:
             why = "the time budget" if budget.bytes_left > 0 else "the size limit for the whole run dir"
             out.sources.append(
-                SourceInfo(src.rel, src.kind, src.size, None, "skipped", f"not read: {why} was spent", src.rank, src.host)
+                SourceInfo(
+                    src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, f"not read: {why} was spent", src.rank, src.host
+                )
             )
             continue
         if early is not None:
@@ -379,7 +394,7 @@ def _ingest_all(
             allowed = min(core_timeout, budget.core_seconds_left, left)
             if allowed < 1.0:
                 note = f"not analyzed: the time budget for cores ({budget.limits.core_budget:g} s) was spent"
-                out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, "skipped", note, src.rank, src.host))
+                out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, note, src.rank, src.host))
                 out.warnings.append(f"{src.rel}: core {note}")
                 continue
             began = time.monotonic()

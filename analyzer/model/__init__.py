@@ -134,6 +134,23 @@ class Location:
     line: int | None = None
 
 
+class Fields(dict[str, Any]):
+    """An event's kind-specific fields: filled when the event is made, read-only after (a new
+    event, `dataclasses.replace(e, fields={**e.fields, ...})`, carries changed fields)."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("event fields are read-only once the event is made")
+
+    __setitem__ = __delitem__ = _read_only  # type: ignore[assignment]
+    update = setdefault = pop = popitem = clear = _read_only  # type: ignore[assignment]
+    __ior__ = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[Fields], tuple[dict[str, Any]]]:
+        return (Fields, (dict(self),))
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     kind: EventKind
@@ -146,8 +163,12 @@ class Event:
     time: float | None = None  # seconds since the epoch (UTC) when known
     time_text: str | None = None
     time_approx: bool = False
-    fields: dict[str, Any] = field(default_factory=dict)  # kind-specific, read by signatures
+    fields: dict[str, Any] = field(default_factory=dict)  # kind-specific, read by signatures (model/fields.py)
     end_line: int | None = None  # last line of a block
+
+    def __post_init__(self) -> None:
+        if type(self.fields) is not Fields:
+            object.__setattr__(self, "fields", Fields(self.fields))
 
     def get(self, name: str) -> Any:
         """A field by name, as signatures see it."""
@@ -174,13 +195,22 @@ class Finding:
     remediation: tuple[str, ...] = ()
 
 
+class SourceStatus(StrEnum):
+    """What became of one file of the run dir."""
+
+    PENDING = "pending"  # found, not read yet (discovery only)
+    PARSED = "parsed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
 @dataclass(frozen=True, slots=True)
 class SourceInfo:
     file: str
     kind: SourceKind
     bytes: int
     lines: int | None
-    status: str  # parsed | skipped | error
+    status: SourceStatus
     note: str = ""
     rank: int | None = None
     host: str | None = None

@@ -115,7 +115,6 @@ class CoreInfo:
     fault_mapping: Mapping | None
     mappings: tuple[Mapping, ...]
     backtrace: Backtrace
-    signature: CrashSignature
     command: str | None = None
     mappings_source: str = "gdb"  # "gdb" (info proc mappings) or "nt_file" (our own reading)
     warnings: tuple[str, ...] = ()

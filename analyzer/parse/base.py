@@ -1,17 +1,22 @@
-"""What the scan stage hands to the parsers, and what every parser module provides.
+"""What the scan stage hands to the parsers, and the contract every parser module meets.
 
-A parser module `analyzer/parse/<stem>.py` (grammar `grammars/<stem>.lark`) declares
-`TRIGGERS`: the line patterns that make a region worth its attention (the scan stage compiles
-them, together with the signatures' patterns, into one multi-pattern pass), and a function
-`parse_region(region) -> list[Event]`. A region is the line that matched plus, for block
-triggers, the lines that follow it (a whole traceback, a whole OOM-killer report).
+A parser module `analyzer/parse/<stem>.py` (grammar `grammars/<stem>.lark`) ends with one
+`PARSER`, a `Parser`: its stem, the kinds of file it reads (`source_kinds`, for `postmortem
+parse auto`), its `triggers` (the line patterns that make a region worth its attention; the
+scan stage compiles them, together with the signatures' patterns, into one multi-pattern
+pass), `parse(region) -> list[Event]`, and `dump(text, file)`: the whole text as JSON-ready data
+for `postmortem parse`. A region is the line that matched plus, for block triggers, the lines
+that follow it (a whole traceback, a whole OOM-killer report). `parse/registry.py` lists the
+stems in order of precedence.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from analyzer.model import Event, EventKind, Location
+from analyzer.model import Event, EventKind, Location, SourceKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +56,68 @@ def unparsed(region: Region, index: int = 0, note: str = "") -> Event:
         host=region.source_host,
         fields={"note": note} if note else {},
     )
+
+
+class Parser(Protocol):
+    """The contract of one log family's parser (see the module docstring)."""
+
+    @property
+    def stem(self) -> str: ...
+
+    @property
+    def source_kinds(self) -> tuple[SourceKind, ...]: ...
+
+    @property
+    def triggers(self) -> tuple[Trigger, ...]: ...
+
+    def parse(self, region: Region) -> list[Event]: ...
+
+    def dump(self, text: str, file: str) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarParser:
+    """A `Parser` made of a module's functions."""
+
+    stem: str
+    source_kinds: tuple[SourceKind, ...]
+    triggers: tuple[Trigger, ...]
+    parse_fn: Callable[[Region], list[Event]]
+    dump_fn: Callable[[str, str], dict[str, Any]] | None = None
+
+    def parse(self, region: Region) -> list[Event]:
+        return self.parse_fn(region)
+
+    def dump(self, text: str, file: str) -> dict[str, Any]:
+        if self.dump_fn is not None:
+            return self.dump_fn(text, file)
+        return {"events": [event_data(e) for e in region_events(self, text, file)]}
+
+
+def region_events(parser: Parser, text: str, file: str) -> list[Event]:
+    """The events of a whole text through this parser alone (its triggers, then its regions)."""
+    from analyzer.scan import Pattern, Scanner
+
+    scanner = Scanner([Pattern(t.pattern, parser.stem, t.block, t.ignore_case) for t in parser.triggers])
+    result = scanner.scan([text.encode("utf-8") + b"\n"])
+    events: list[Event] = []
+    for hit in result.hits:
+        events.extend(parser.parse(Region(file, hit.line_no, tuple(hit.lines), parser.stem)))
+    return events
+
+
+def event_data(e: Event) -> dict[str, Any]:
+    """An event as JSON-ready data (`postmortem parse`): where, who, when, and its fields."""
+    d: dict[str, Any] = {
+        "kind": str(e.kind),
+        "line": e.loc.line,
+        "time": e.time_text,
+        "host": e.host,
+        "rank": e.rank,
+        "pid": e.pid,
+        "message": e.message,
+    }
+    for k, v in e.fields.items():
+        if k not in d and isinstance(v, str | int | float | bool | list | dict | type(None)):
+            d[k] = v
+    return d

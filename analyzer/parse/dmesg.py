@@ -17,10 +17,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from analyzer.model import Event, EventKind, Frame, Location
+from analyzer.model import Event, EventKind, Frame, Location, SourceKind
 from analyzer.parse._dmesg_blocks import Oops, collect_oom, collect_oops, starts_oops
 from analyzer.parse._dmesg_lines import LineRecord, parse_line
-from analyzer.parse.base import Region, Trigger
+from analyzer.parse.base import GrammarParser, Region, Trigger
 
 OOM_BLOCK = 300  # lines handed over after `invoked oom-killer` (the report with its task list)
 OOPS_BLOCK = 150  # lines handed over after an oops header
@@ -222,3 +222,6 @@ def parse_text(text: str) -> dict[str, Any]:
         for oops in oopses
     ]
     return {"events": out_events, "oopses": out_oopses}
+
+
+PARSER = GrammarParser("dmesg", (SourceKind.KERNEL_LOG,), tuple(TRIGGERS), parse_region, lambda text, file: parse_text(text))

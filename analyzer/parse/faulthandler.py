@@ -7,9 +7,9 @@ import re
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from analyzer.model import Event, EventKind, Frame, Location, Thread
+from analyzer.model import Event, EventKind, Frame, Location, SourceKind, Thread
 from analyzer.parse._lark import load_parser
-from analyzer.parse.base import Region, Trigger, unparsed
+from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
 from analyzer.parse.prefix import split_prefix
 
 TRIGGERS = (Trigger(r"Fatal Python error: ", block=300),)
@@ -102,3 +102,6 @@ def parse_region(region: Region) -> list[Event]:
             end_line=region.start + len(body) - 1,
         )
     ]
+
+
+PARSER = GrammarParser("faulthandler", (SourceKind.FAULTHANDLER,), tuple(TRIGGERS), parse_region, None)

@@ -16,10 +16,10 @@ from typing import Any
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from analyzer.model import Backtrace, Event, Frame, Location, Thread
+from analyzer.model import Backtrace, Event, Frame, Location, SourceKind, Thread
 from analyzer.model.native import signal_name
 from analyzer.parse._lark import load_parser
-from analyzer.parse.base import Region, Trigger
+from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.gdb_crash_thread import SIGNAL_HANDLER, find_crash_thread
 from analyzer.parse.prefix import split_prefix
 
@@ -307,3 +307,8 @@ def parse_region(region: Region) -> list[Event]:
             end_line=region.start + max(count, 1) - 1,
         )
     ]
+
+
+PARSER = GrammarParser(
+    "gdb_backtrace", (SourceKind.GDB_BACKTRACE,), tuple(TRIGGERS), parse_region, lambda text, file: to_dict(parse_text(text))
+)

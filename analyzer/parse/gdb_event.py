@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from analyzer.model import Backtrace, Event, EventKind, Location
-from analyzer.sources.crash_signature import crash_signature
+from analyzer.parse.crash_signature import crash_signature
 
 # Lines that belong to a backtrace besides frames and thread headers.
 _INSIDE = re.compile(

@@ -13,16 +13,17 @@ src_file, src_line, shm_path, shm_size. Malformed lines never raise: they become
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from lark import Lark
 from lark.exceptions import LarkError
 
-from analyzer.model import Event, EventKind, Location
+from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.parse._lark import load_parser
 from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, normalize_bus_id
-from analyzer.parse.base import Region, Trigger
+from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.prefix import split_prefix
 
 __all__ = ["ERROR_CODES", "TRIGGERS", "normalize_bus_id", "parse_line", "parse_region", "parse_text"]
@@ -116,7 +117,7 @@ def parse_region(region: Region) -> list[Event]:
         return []
     event = _event(region.lines[0], region.file, region.start, region)
     if "last_error" in event.fields and not event.fields["last_error"] and len(region.lines) > 1:
-        event.fields["last_error"] = region.lines[1].strip()
+        event = replace(event, fields={**event.fields, "last_error": region.lines[1].strip()})
     return [event]
 
 
@@ -141,3 +142,6 @@ def parse_text(text: str) -> dict[str, Any]:
             }
         )
     return {"events": events}
+
+
+PARSER = GrammarParser("nccl", (SourceKind.NCCL_LOG,), tuple(TRIGGERS), parse_region, lambda text, file: parse_text(text))

@@ -12,9 +12,9 @@ import re
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from analyzer.model import Event, EventKind, Frame, Location, PyException, PyTraceback
+from analyzer.model import Event, EventKind, Frame, Location, PyException, PyTraceback, SourceKind
 from analyzer.parse._lark import load_parser
-from analyzer.parse.base import Region, Trigger, unparsed
+from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
 from analyzer.parse.prefix import Prefix, split_prefix
 
 TRIGGERS = (
@@ -280,3 +280,12 @@ def to_dict(tb: PyTraceback) -> dict[str, object]:
         "chained": [to_dict(c) for c in tb.chained],
         "chain_kind": tb.chain_kind,
     }
+
+
+PARSER = GrammarParser(
+    "python_traceback",
+    (SourceKind.TRAINING_LOG,),
+    tuple(TRIGGERS),
+    parse_region,
+    lambda text, file: {"tracebacks": [to_dict(tb) for tb in parse_text(text)]},
+)

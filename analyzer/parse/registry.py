@@ -1,36 +1,54 @@
-"""The parsers that take part in the scan of log files, by grammar stem."""
+"""The parsers, by grammar stem: the one list that the scan stage, ingest and `postmortem parse`
+read. Adding a log family is a grammar, a parser module ending with `PARSER`, its fixtures, and
+its stem here."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
 from functools import cache
-from types import ModuleType
 
-from analyzer.model import Event
-from analyzer.parse.base import Region, Trigger
+from analyzer.model import Event, SourceKind
+from analyzer.parse.base import Parser, Region, Trigger
 
 # in order of precedence: when one line triggers several parsers, the first one parses it
 LINE_PARSERS = ("python_traceback", "faulthandler", "torchelastic", "nccl", "dmesg", "gdb_backtrace")
+# other names `postmortem parse` accepts
+ALIASES = {"traceback": "python_traceback", "python": "python_traceback", "gdb": "gdb_backtrace", "kernel": "dmesg"}
+
+
+def names() -> tuple[str, ...]:
+    """Every name of a parser (stems, then aliases), without importing any parser."""
+    return (*LINE_PARSERS, *ALIASES)
 
 
 @cache
-def parsers() -> dict[str, ModuleType]:
-    found: dict[str, ModuleType] = {}
+def parsers() -> dict[str, Parser]:
+    found: dict[str, Parser] = {}
     for stem in LINE_PARSERS:
         try:
             module = importlib.import_module(f"analyzer.parse.{stem}")
         except ImportError:
             continue
-        if hasattr(module, "TRIGGERS") and hasattr(module, "parse_region"):
-            found[stem] = module
+        parser: Parser | None = getattr(module, "PARSER", None)
+        if parser is not None:
+            found[stem] = parser
     return found
 
 
+def by_name(name: str) -> Parser:
+    """The parser of a stem or alias; KeyError when there is none (or it does not import)."""
+    return parsers()[ALIASES.get(name, name)]
+
+
+def for_source(kind: SourceKind) -> Parser | None:
+    """The parser that reads files of this kind as a whole, if any."""
+    return next((p for p in parsers().values() if kind in p.source_kinds), None)
+
+
 def triggers() -> list[tuple[str, Trigger]]:
-    return [(stem, t) for stem, module in parsers().items() for t in module.TRIGGERS]
+    return [(stem, t) for stem, p in parsers().items() for t in p.triggers]
 
 
 def region_parser(stem: str) -> Callable[[Region], list[Event]]:
-    fn: Callable[[Region], list[Event]] = parsers()[stem].parse_region
-    return fn
+    return parsers()[stem].parse

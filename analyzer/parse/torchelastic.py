@@ -14,9 +14,9 @@ from typing import Any
 from lark import Token, Transformer
 from lark.exceptions import LarkError
 
-from analyzer.model import Event, EventKind, Location
+from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.parse._lark import load_parser
-from analyzer.parse.base import Region, Trigger, unparsed
+from analyzer.parse.base import GrammarParser, Region, Trigger, event_data, region_events, unparsed
 from analyzer.parse.prefix import split_prefix
 from analyzer.sources import safe_json
 
@@ -298,3 +298,13 @@ def parse_error_json(text: str, file: str, rank: int | None, host: str | None) -
             fields=fields,
         )
     ]
+
+
+def _dump(text: str, file: str) -> dict[str, Any]:
+    """An error.json as its events; a log as the events of its launcher lines and summaries."""
+    if text.lstrip().startswith("{"):
+        return {"events": [event_data(e) for e in parse_error_json(text, file, None, None)]}
+    return {"events": [event_data(e) for e in region_events(PARSER, text, file)]}
+
+
+PARSER = GrammarParser("torchelastic", (SourceKind.ELASTIC_ERROR,), tuple(TRIGGERS), parse_region, _dump)

@@ -1,9 +1,13 @@
-"""`postmortem core` as plain text for a terminal: signal, fault, mapping, crash thread, threads."""
+"""`postmortem core` as plain text for a terminal (signal, fault, mapping, crash thread, threads)
+and as JSON (`core_to_dict`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from analyzer.model import Frame, Thread
 from analyzer.model.native import CoreInfo
+from analyzer.parse.crash_signature import crash_signature, signature_dict
 
 MAX_OTHER_FRAMES = 8  # frames shown per non-crash thread
 _SI_CODES = {
@@ -52,7 +56,7 @@ def render_core_text(info: CoreInfo) -> str:
             out.append(f"mapped:      {fm.path or '(anonymous)'} [0x{fm.start:x}-0x{fm.end:x}, file offset 0x{fm.offset:x}]")
         else:
             out.append("mapped:      nothing (the address is in no mapping)")
-    sig = info.signature
+    sig = crash_signature(info.backtrace)
     out.append(f"signature:   {sig.signature or '(none)'}")
     out.append(f"fingerprint: {sig.fingerprint[:16]}  quality {sig.quality:.2f}")
     if sig.families:
@@ -79,3 +83,33 @@ def render_core_text(info: CoreInfo) -> str:
         out.append("signature notes:")
         out.extend(f"  - {note}" for note in sig.notes)
     return "\n".join(out) + "\n"
+
+
+def core_to_dict(info: CoreInfo) -> dict[str, Any]:
+    """The JSON shape of a core analysis (stable keys)."""
+    fm = info.fault_mapping
+    return {
+        "path": info.path,
+        "executable": info.executable,
+        "command": info.command,
+        "signal": info.signal,
+        "si_code": info.si_code,
+        "fault_address": _hex(info.fault_address),
+        "fault_mapping": (
+            {"path": fm.path, "start": _hex(fm.start), "end": _hex(fm.end), "offset": _hex(fm.offset)} if fm else None
+        ),
+        "threads": [_thread_dict(t) for t in info.backtrace.threads],
+        "crash_thread": info.backtrace.crash_thread,
+        "signature": signature_dict(crash_signature(info.backtrace)),
+        "mappings_source": info.mappings_source,
+        "warnings": list(info.warnings),
+    }
+
+
+def _thread_dict(t: Thread) -> dict[str, Any]:
+    keys = ("index", "address", "function", "file", "line", "library")
+    return {"number": t.number, "lwp": t.lwp, "frames": [{k: getattr(f, k) for k in keys} for f in t.frames]}
+
+
+def _hex(value: int | None) -> str | None:
+    return None if value is None else f"0x{value:x}"

@@ -9,8 +9,10 @@ from typing import Any
 from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Event, EventKind, Location
 from analyzer.paths import signatures_dir
-from analyzer.signatures.loader import Problem, Signature, load_all, signature_files
+from analyzer.signatures.fields import field_problems
+from analyzer.signatures.loader import Problem, Signature, line_patterns, load_all, signature_files
 from analyzer.signatures.matcher import match_event
+from analyzer.signatures.taxonomy import problems as taxonomy_problems
 
 
 def test_events(sig: Signature, case: Any, scanner: Any) -> list[Event]:
@@ -69,7 +71,9 @@ def schema_problems(root: Path | None = None) -> list[Problem]:
 def check_all(root: Path | None = None) -> tuple[list[Problem], int]:
     sigs, problems = load_all(root)
     problems.extend(schema_problems(root))
-    scanner = build_scanner(sigs)
+    problems.extend(Problem("signatures/taxonomy.yaml", None, p) for p in taxonomy_problems(root))
+    problems.extend(field_problems(sigs))
+    scanner = build_scanner(line_patterns(sigs))
     for sig in sigs:
         problems.extend(run_tests(sig, scanner))
         for regex, _ in sig.line_patterns:

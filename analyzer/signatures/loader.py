@@ -345,3 +345,8 @@ def database() -> tuple[Signature, ...]:
     """The shipped signatures (problems are reported by `signatures check`, not here)."""
     sigs, _ = load_all(validate=False)
     return tuple(sigs)
+
+
+def line_patterns(signatures: Iterable[Signature]) -> list[tuple[str, bool]]:
+    """The (regex, ignore_case) pairs the scan stage looks for on behalf of these signatures."""
+    return [p for s in signatures for p in s.line_patterns]

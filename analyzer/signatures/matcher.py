@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from analyzer.model import Event, Finding
-from analyzer.parse.condition import Cond
+from analyzer.parse.condition import Cond, Op
 from analyzer.signatures.loader import Matcher, Signature
 
 
@@ -134,7 +134,7 @@ def _gated(cond: Cond, sig: Signature) -> bool:
         return all(_gated(a, sig) for a in cond.args)
     if cond.op in ("one", "all"):
         names = [n for n in sig.selections if cond.name == "them" or fnmatch.fnmatchcase(n, cond.name)]
-        gated = [_gated(Cond("sel", n), sig) for n in names]
+        gated = [_gated(Cond(Op.SEL, n), sig) for n in names]
         return bool(gated) and (all(gated) if cond.op == "one" else any(gated))
     return False  # not: says nothing about what must match
 

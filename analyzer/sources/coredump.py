@@ -15,9 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from analyzer.model import Backtrace, Event, EventKind, Frame, Location, Thread
+from analyzer.model import Backtrace, Frame, Thread
 from analyzer.model.native import CoreInfo, CoreNotes, Mapping, signal_name
-from analyzer.sources.crash_signature import crash_signature, signature_dict
 from analyzer.sources.elfcore import CoreFormatError, read_notes
 from analyzer.sources.gdbmi import GdbError, GdbSession, mi_quote
 from analyzer.sources.reader import ReadProblem, open_regular
@@ -108,7 +107,6 @@ def _analyze_open_core(
         fault_mapping=find_mapping(mappings, fault),
         mappings=tuple(mappings),
         backtrace=bt,
-        signature=crash_signature(bt),
         command=notes.command,
         mappings_source=source,
         warnings=tuple(warnings),
@@ -227,83 +225,3 @@ def _crash_index(threads: tuple[Thread, ...], current: str | None, notes: CoreNo
         if current is not None and str(t.number) == current:
             return i
     return 0 if threads else None
-
-
-def core_to_dict(info: CoreInfo) -> dict[str, Any]:
-    """The JSON shape of a core analysis (stable keys)."""
-    fm = info.fault_mapping
-    return {
-        "path": info.path,
-        "executable": info.executable,
-        "command": info.command,
-        "signal": info.signal,
-        "si_code": info.si_code,
-        "fault_address": _hex(info.fault_address),
-        "fault_mapping": (
-            {"path": fm.path, "start": _hex(fm.start), "end": _hex(fm.end), "offset": _hex(fm.offset)} if fm else None
-        ),
-        "threads": [_thread_dict(t) for t in info.backtrace.threads],
-        "crash_thread": info.backtrace.crash_thread,
-        "signature": signature_dict(info.signature),
-        "mappings_source": info.mappings_source,
-        "warnings": list(info.warnings),
-    }
-
-
-def _thread_dict(t: Thread) -> dict[str, Any]:
-    keys = ("index", "address", "function", "file", "line", "library")
-    return {"number": t.number, "lwp": t.lwp, "frames": [{k: getattr(f, k) for k in keys} for f in t.frames]}
-
-
-def _hex(value: int | None) -> str | None:
-    return None if value is None else f"0x{value:x}"
-
-
-def fault_kind(mapping: Mapping | None) -> str:
-    """dev_shm | regular_file | anonymous | unmapped."""
-    if mapping is None:
-        return "unmapped"
-    path = (mapping.path or "").removesuffix(" (deleted)")
-    if path.startswith("/dev/shm/"):
-        return "dev_shm"
-    if path.startswith("/") and not path.startswith(("/dev/", "/proc/", "/sys/", "/memfd:", "/SYSV")):
-        return "regular_file"
-    return "anonymous"
-
-
-def core_events(info: CoreInfo, rel_path: str) -> list[Event]:
-    """One EventKind.CORE event for the analysis pipeline."""
-    sig = info.signature
-    kind = fault_kind(info.fault_mapping)
-    where = ""
-    if info.fault_address is not None:
-        where = f" at {_hex(info.fault_address)}"
-        where += f" in {info.fault_mapping.path}" if info.fault_mapping and info.fault_mapping.path else " (unmapped)"
-    message = f"{info.signal or 'no signal'}{where}"
-    if sig.crash_function:
-        message += f" (crash in {sig.crash_function})"
-    return [
-        Event(
-            kind=EventKind.CORE,
-            loc=Location(rel_path, None),
-            text=message,
-            message=message,
-            pid=info.backtrace.threads[info.backtrace.crash_thread].lwp if info.backtrace.crash_thread is not None else None,
-            fields={
-                "signal": info.signal,
-                "si_code": info.si_code,
-                "fault_address": _hex(info.fault_address),
-                "fault_mapping": info.fault_mapping.path if info.fault_mapping else None,
-                "fault_in_dev_shm": kind == "dev_shm",
-                "fault_in_regular_file": kind == "regular_file",
-                "crash_function": sig.crash_function,
-                "crash_library": sig.crash_library,
-                "frame_families": list(sig.families),
-                "signature": sig.signature,
-                "fingerprint": sig.fingerprint,
-                "quality": sig.quality,
-                "threads": len(info.backtrace.threads),
-                "executable": info.executable,
-            },
-        )
-    ]

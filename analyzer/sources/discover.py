@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from analyzer.model import SourceKind
+from analyzer.model import SourceKind, SourceStatus
 from analyzer.sources import safe_json
 from analyzer.sources.reader import FileId, ReadProblem, compression_of, open_regular, read_head
 
@@ -43,7 +43,7 @@ class SourceFile:
     compression: str | None
     rank: int | None
     host: str | None
-    status: str = "pending"  # pending | skipped | error
+    status: SourceStatus = SourceStatus.PENDING
     note: str = ""
     file_id: FileId | None = None  # (device, inode) when listed: the file opened later must be this one
     via_symlink: bool = False  # listed through a symlink (inside the run dir): opened following it
@@ -93,7 +93,7 @@ def discover(
         except OSError as exc:
             if here == root:
                 raise RunDirError(f"{run_dir}: cannot be read: {exc.strerror or exc}") from exc
-            found.append(_skipped(here, root, f"directory not read: {exc.strerror or exc}", status="error"))
+            found.append(_skipped(here, root, f"directory not read: {exc.strerror or exc}", status=SourceStatus.ERROR))
             continue
         if key in seen_dirs:  # a symlink loop
             continue
@@ -134,7 +134,7 @@ def discover(
                 None,
                 None,
                 None,
-                "skipped",
+                SourceStatus.SKIPPED,
                 f"{len(over)} more file(s) after the first {max_files} not read (the file limit)",
             )
         )
@@ -154,7 +154,7 @@ def _rel(path: Path, root: Path) -> str:
     return display_name(path.relative_to(root).as_posix())
 
 
-def _skipped(path: Path, root: Path, note: str, status: str = "skipped", size: int = 0) -> SourceFile:
+def _skipped(path: Path, root: Path, note: str, status: SourceStatus = SourceStatus.SKIPPED, size: int = 0) -> SourceFile:
     rank, host = rank_host_from_path(_rel(path, root))
     return SourceFile(path, _rel(path, root), SourceKind.OTHER, size, None, rank, host, status, note)
 
@@ -172,18 +172,18 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     try:
         st = path.stat()
     except OSError as exc:
-        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status="error")
+        return _skipped(path, root, f"cannot stat: {exc.strerror or exc}", status=SourceStatus.ERROR)
     if not stat.S_ISREG(st.st_mode):
         what = "FIFO" if stat.S_ISFIFO(st.st_mode) else "special file"
         return _skipped(path, root, f"{what}, not read")
     if not os.access(path, os.R_OK):
-        return _skipped(path, root, "permission denied", status="error", size=st.st_size)
+        return _skipped(path, root, "permission denied", status=SourceStatus.ERROR, size=st.st_size)
     file_id = (st.st_dev, st.st_ino)
     try:
         with open_regular(path, file_id, follow=link) as raw:
             raw_head = raw.read(16384)
     except (ReadProblem, OSError) as exc:
-        return _skipped(path, root, str(exc).replace("cannot open:", "cannot read:"), status="error", size=st.st_size)
+        return _skipped(path, root, str(exc).replace("cannot open:", "cannot read:"), status=SourceStatus.ERROR, size=st.st_size)
     if st.st_size == 0:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
@@ -191,9 +191,9 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     kind = sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
-    status = "pending"
+    status = SourceStatus.PENDING
     if kind is SourceKind.OTHER:
-        status, note = "skipped", "binary or unrecognised content"
+        status, note = SourceStatus.SKIPPED, "binary or unrecognised content"
     return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note, file_id, link)
 
 

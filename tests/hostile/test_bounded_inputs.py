@@ -22,7 +22,7 @@ from analyzer.events.ingest import Limits, build_scanner, ingest
 from analyzer.model import Report, SourceKind
 from analyzer.pipeline import Options, analyze
 from analyzer.report import render
-from analyzer.signatures.loader import database
+from analyzer.signatures.loader import database, line_patterns
 from analyzer.sources.discover import discover
 
 OOM = b"[rank2]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 336.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 141.25 MiB is free.\n"
@@ -221,7 +221,7 @@ def _listed_then(tmp_path: Path, swap: Callable[[Path], None]):  # type: ignore[
     (run / "rank0.log").write_bytes(OOM)
     sources = discover(run)
     swap(run / "rank0.log")
-    return _within(20, lambda: ingest(sources, build_scanner(database()), limits=Limits()))
+    return _within(20, lambda: ingest(sources, build_scanner(line_patterns(database())), limits=Limits()))
 
 
 def test_a_fifo_swapped_in_after_listing_does_not_hang(tmp_path: Path) -> None:

@@ -157,9 +157,9 @@ def test_unknown_engine() -> None:
 @pytest.mark.parametrize("chunk", [64, 1000, 1 << 20])
 def test_engines_agree_on_a_training_log(chunk: int, tmp_path: Path) -> None:
     from analyzer.events.ingest import CONTEXT_OWNER, build_scanner
-    from analyzer.signatures.loader import database
+    from analyzer.signatures.loader import database, line_patterns
 
-    patterns = build_scanner(database()).patterns  # the real ~290 patterns
+    patterns = build_scanner(line_patterns(database())).patterns  # the real ~290 patterns
     log = tmp_path / "train.log"
     write_training_log(log, 2 << 20 if chunk > 1000 else 150_000, seed=3)
     data = log.read_bytes()

@@ -13,10 +13,10 @@ import pytest
 from analyzer.events.ingest import build_scanner
 from analyzer.model import MAIN_CATEGORIES, Category
 from analyzer.signatures.check import run_tests
-from analyzer.signatures.loader import load_all, load_taxonomy
+from analyzer.signatures.loader import line_patterns, load_all, load_taxonomy
 
 SIGS, PROBLEMS = load_all()
-SCANNER = build_scanner(SIGS)
+SCANNER = build_scanner(line_patterns(SIGS))
 
 
 def test_database_loads_without_problems() -> None:

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from analyzer.model import EventKind
+from analyzer.parse.core_event import core_events
+from analyzer.parse.crash_signature import crash_signature
 from analyzer.parse.gdb_backtrace import parse_text
-from analyzer.report.core import render_core_text
-from analyzer.sources.coredump import CoreError, analyze_core, core_events, core_to_dict
+from analyzer.report.core import core_to_dict, render_core_text
+from analyzer.sources.coredump import CoreError, analyze_core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "native"))
 import cores  # noqa: E402  (tests/native/cores.py: builds the programs and their cores)
@@ -69,7 +71,7 @@ def test_sigbus_in_a_small_dev_shm(shm_core: Path) -> None:
     assert info.fault_mapping is not None and info.fault_mapping.path is not None
     assert info.fault_mapping.path.startswith("/dev/shm/torch_")
     assert info.fault_mapping.contains(info.fault_address or 0)
-    assert info.signature.crash_function == "touch_pages"
+    assert crash_signature(info.backtrace).crash_function == "touch_pages"
     event = core_events(info, "rank0/core")[0]
     assert event.kind == EventKind.CORE and event.loc.file == "rank0/core"
     assert event.fields["fault_in_dev_shm"] is True and event.fields["fault_in_regular_file"] is False

@@ -1,4 +1,4 @@
-"""analyzer.sources.crash_signature.py: which frames make a native crash signature, and why."""
+"""analyzer.parse.crash_signature: which frames make a native crash signature, and why."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from analyzer.model import Backtrace, Frame, Thread
+from analyzer.parse.crash_signature import crash_signature, frame_families, normalize, quality
 from analyzer.parse.gdb_backtrace import parse_text
-from analyzer.sources.crash_signature import crash_signature, frame_families, normalize, quality
 
 
 def _bt(*frames: tuple[str | None, str | None], handler_at: int | None = None) -> Backtrace:

@@ -18,10 +18,12 @@ from typing import Any
 import yaml
 
 from analyzer.classify.combine import combine
-from analyzer.classify.evaluate import CaseResult, EvalResult, find_cases
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
+from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases
 from analyzer.model import Category, Finding
+from analyzer.pipeline import Options, collect
+from analyzer.report.build import first_rank
 
 SEED = 0
 MIN_DF = 2
@@ -43,8 +45,6 @@ class Sample:
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
-    from analyzer.pipeline import Options, _single_process, collect
-
     samples = []
     for case_dir in find_cases(root):
         try:
@@ -70,7 +70,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.findings,
                 ff.get("rank"),
                 str(label.get("split", "")),
-                _single_process(a.events),
+                a.single_process,
             )
         )
     return samples
@@ -214,8 +214,6 @@ def binned_isotonic_table(pairs: list[tuple[float, float]], prior: float = 5.0) 
 def cross_validate(root: Path, k: int = 5) -> EvalResult:
     result = EvalResult()
     samples = load_samples(root, result.errors)
-    from analyzer.pipeline import first_rank
-
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
         rank, _host = first_rank(d, s.single_process)
         result.results.append(

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from analyzer.model import Category
+from analyzer.pipeline import Options, analyze
 
 
 @dataclass
@@ -111,8 +112,6 @@ def find_cases(root: Path) -> list[Path]:
 
 
 def evaluate(root: Path) -> EvalResult:
-    from analyzer.pipeline import Options, analyze
-
     out = EvalResult()
     for case_dir in find_cases(root):
         try:

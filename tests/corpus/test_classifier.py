@@ -17,7 +17,7 @@ from ..conftest import REPO
 
 pytest.importorskip("sklearn", reason="training and cross-validation need the ml extra (scikit-learn)")
 
-from analyzer.classify.train import cross_validate, to_json, train  # noqa: E402
+from analyzer.corpus.train import cross_validate, to_json, train  # noqa: E402
 
 
 def test_analyze_does_not_load_sklearn_or_numpy() -> None:
@@ -36,6 +36,7 @@ def test_shipped_model_is_plain_json() -> None:
     assert len(data["coef"]) == len(data["classes"]) and all(len(r) == len(data["features"]) for r in data["coef"])
 
 
+@pytest.mark.slow
 def test_training_is_deterministic(tmp_path: Path) -> None:
     a, n = train(REPO / "corpora" / "real", k=3)
     b, _ = train(REPO / "corpora" / "real", k=3)
@@ -48,17 +49,20 @@ def cv() -> dict:  # type: ignore[type-arg]
     return cross_validate(REPO / "corpora", k=5).to_dict()
 
 
+@pytest.mark.slow
 def test_cross_validated_accuracy_and_macro_f1(cv: dict) -> None:  # type: ignore[type-arg]
     assert cv["cases"] >= 160
     assert cv["accuracy"] >= 0.90
     assert cv["macro_f1"] >= 0.90
 
 
+@pytest.mark.slow
 def test_recall_of_each_main_category(cv: dict) -> None:  # type: ignore[type-arg]
     for cat in MAIN_CATEGORIES:
         assert cv["per_category"][cat.value]["recall"] >= 0.90, cat
 
 
+@pytest.mark.slow
 def test_reliability(cv: dict) -> None:  # type: ignore[type-arg]
     for row in cv["reliability"]:
         if row["n"] >= 10:

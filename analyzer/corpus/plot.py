@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.classify.evaluate import EvalResult
+from analyzer.corpus.evaluate import EvalResult
 
 
 def write_plot(result: EvalResult, path: Path) -> None:
