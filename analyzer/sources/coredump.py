@@ -163,10 +163,10 @@ def _frame(raw: dict[str, Any]) -> Frame:
     return Frame(
         function=raw.get("func") if raw.get("func") not in (None, "??") else None,
         file=raw.get("file"),
-        line=int(line) if line and str(line).isdigit() else None,
+        line=int(line) if line and str(line).isdecimal() else None,
         library=raw.get("from"),
         address=raw.get("addr"),
-        index=int(raw["level"]) if str(raw.get("level", "")).isdigit() else None,
+        index=int(raw["level"]) if str(raw.get("level", "")).isdecimal() else None,
     )
 
 

@@ -257,7 +257,7 @@ def rank_host_from_path(rel: str) -> tuple[int | None, str | None]:
         m = _RANK_IN_NAME.search(part)
         if m:
             rank = int(m.group(1))
-        elif part.isdigit() and i > 0 and _ATTEMPT.match(parts[i - 1]):
+        elif part.isdecimal() and i > 0 and _ATTEMPT.match(parts[i - 1]):
             rank = int(part)
         if i < len(parts) - 1 and _HOST_DIR.match(part) and not _RANK_IN_NAME.search(part):
             host = part
