@@ -212,9 +212,14 @@ def iter_chunks(
                     continue
                 data = data[nl + 1 :]
                 skipping = False
-            data = carry + data
             cut = data.rfind(b"\n")
-            body, carry = data[: cut + 1], data[cut + 1 :]
+            if cut < 0:
+                body, carry = b"", carry + data
+            else:  # one copy of the chunk (not three)
+                body = (
+                    b"".join((carry, memoryview(data)[: cut + 1])) if carry else data[: cut + 1] if cut + 1 < len(data) else data
+                )
+                carry = data[cut + 1 :]
             if len(carry) >= MAX_LINE_BYTES:  # an unfinished line already too long: keep its head
                 body += carry[:MAX_LINE_BYTES] + b"\n"
                 carry = b""
