@@ -11,7 +11,7 @@ temp dir. Then, in the same run and alternating, with the page cache warm:
   literals (`rg -c -F -f`, the caseless ones in a second `rg -i`), i.e. ripgrep doing the literal
   part of the work over the same files.
 
-Reported: the median wall time of `--repeat` runs, the ratio to ripgrep's time, and the peak RSS
+Reported: the median wall time of `--repeat` runs, the ratio to ripgrep's time, the CPU time, and the peak RSS
 (GNU time's %M: the largest resident set of the process and the workers it waited for).
 The machine may be shared: ratios measured in the same run are what to compare, not seconds.
 Usage: python benchmarks/bench_analyze.py [--gib 1 4] [--repeat 3] [--tmp /tmp]
@@ -94,14 +94,16 @@ def literal_files(tmp: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of a command run under GNU time."""
+def timed(cmd: list[str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user + system, with the children waited
+    for) of a command run under GNU time."""
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *cmd], capture_output=True, text=True)
     secs = time.perf_counter() - start
     if proc.returncode not in (0, 1):  # rg: 1 = no match
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return secs, int(proc.stderr.strip().splitlines()[-1])
+    rss, user, sys_ = proc.stderr.strip().splitlines()[-1].split()
+    return secs, int(rss), float(user) + float(sys_)
 
 
 def main() -> int:
@@ -160,23 +162,27 @@ def main() -> int:
                 timed(c)
             times: dict[str, list[float]] = {k: [] for k in cmds}
             rss: dict[str, int] = dict.fromkeys(cmds, 0)
+            cpu: dict[str, list[float]] = {k: [] for k in cmds}
             for _ in range(args.repeat):
                 for name, cmd in cmds.items():
                     if cmd is None:
-                        secs = 0.0
+                        secs = used = 0.0
                         for c in rg_cmds:
-                            s, m = timed(c)
+                            s, m, u = timed(c)
                             secs += s
+                            used += u
                             rss[name] = max(rss[name], m)
                     else:
-                        secs, m = timed(cmd)
+                        secs, m, used = timed(cmd)
                         rss[name] = max(rss[name], m)
                     times[name].append(secs)
+                    cpu[name].append(used)
             ref = statistics.median(times["ripgrep (rg -c -F, both cases)"])
             for name in cmds:
                 med = statistics.median(times[name])
                 print(
-                    f"  {name:<34} {med:7.2f} s  x{med / ref:.2f} ripgrep  peak RSS {rss[name] / 1024:6.0f} MiB  runs {[round(t, 2) for t in times[name]]}"
+                    f"  {name:<34} {med:7.2f} s  x{med / ref:.2f} ripgrep  peak RSS {rss[name] / 1024:6.0f} MiB  "
+                    f"CPU {statistics.median(cpu[name]):6.2f} s  runs {[round(t, 2) for t in times[name]]}"
                 )
     return 0
 

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 CHUNK = 1 << 20  # 1 MiB
 MAX_LINE_BYTES = 4 * CHUNK  # a longer line is cut here; the scanner keeps 64 KiB of it anyway
 _RAW = 256 << 10  # compressed bytes fed at a time
-_ZSTD_RAW = 4 << 10  # zstd has no output bound per call: small inputs keep each call's output small
+_ZSTD_RAW = 256  # zstd has no output bound per call: small inputs keep each call's output small
 
 _MAGIC = {
     b"\x1f\x8b": "gz",
@@ -136,47 +136,61 @@ def _content(raw: BinaryIO, compression: str | None, stats: ReadStats, out_size:
             yield data
     feed = _ZSTD_RAW if compression == "zst" else _RAW
     obj = _decompressor(compression)
-    pending = b""  # compressed bytes not yet given to obj
-    members = 0
+    buf = b""  # compressed bytes read but not yet given to obj
     raw_done = False
+
+    def more() -> bytes:
+        nonlocal raw_done
+        if raw_done:
+            return b""
+        data = raw.read(_RAW)
+        raw_done = not data
+        return data
+
     while True:
-        if not pending and not raw_done:
-            pending = raw.read(feed)
-            raw_done = not pending
-        if compression == "zst":
-            data, pending = pending[:feed], pending[feed:]
-        else:
-            data, pending = pending, b""
+        # the input of this step: what the decompressor kept back first, new bytes only when it
+        # has used up what it had (else its backlog, and the copying, would grow without end)
         try:
             if compression == "gz":
-                out = obj.decompress(obj.unconsumed_tail + data, out_size)
+                if obj.unconsumed_tail:
+                    inp = obj.unconsumed_tail
+                else:
+                    inp, buf = (buf or more()), b""
+                out = obj.decompress(inp, out_size)
             elif compression == "zst":
-                out = obj.decompress(data) if data else b""
+                if not buf:
+                    buf = more()
+                inp, buf = buf[:feed], buf[feed:]
+                out = obj.decompress(inp) if inp else b""
+                # zstd has no output bound per call: the input step follows the ratio seen
+                if len(out) > out_size:
+                    feed = max(16, feed // 8)
+                elif len(out) < out_size // 4:
+                    feed = min(_ZSTD_RAW, feed * 2)
             else:
-                out = obj.decompress(data, out_size) if data or not obj.needs_input else b""
+                if obj.needs_input:
+                    inp, buf = (buf or more()), b""
+                else:
+                    inp = b""
+                out = obj.decompress(inp, out_size)
         except Exception as exc:  # zlib.error, LZMAError, OSError from bz2, ZstdError
             stats.truncated = f"corrupt compressed data ({type(exc).__name__})"
             return
         if out:
             yield out
         if obj.eof:
-            members += 1
-            pending = obj.unused_data + pending
-            if not pending and not raw_done:
-                pending = raw.read(feed)
-                raw_done = not pending
-            if not pending.strip(b"\0"):
+            buf = obj.unused_data + buf
+            if not buf:
+                buf = more()
+            if not buf.strip(b"\0"):
                 return  # the end (trailing zero padding is allowed, as gzip does)
             obj = _decompressor(compression)
             continue
-        more_inside = (
-            (compression == "gz" and obj.unconsumed_tail)
-            or (compression in ("xz", "bz2") and not obj.needs_input)
-            or (compression == "zst" and pending)
-        )
-        if raw_done and not pending and not more_inside:
-            stats.truncated = "the compressed stream ends early (a truncated file)"
-            return
+        if raw_done and not buf and not out:
+            waiting = (compression == "gz" and obj.unconsumed_tail) or (compression in ("xz", "bz2") and not obj.needs_input)
+            if not waiting:
+                stats.truncated = "the compressed stream ends early (a truncated file)"
+                return
 
 
 def iter_chunks(

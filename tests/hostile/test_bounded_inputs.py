@@ -268,3 +268,21 @@ def test_cli_on_a_fifo_does_not_hang(tmp_path: Path, args: tuple[str, ...]) -> N
 
 def test_zlib_is_here() -> None:  # the bomb test above relies on multi-member gzip
     assert zlib.MAX_WBITS == 15
+
+
+@pytest.mark.parametrize("ext", sorted(COMPRESSORS))
+def test_a_highly_compressed_stream_is_read_in_flat_memory(tmp_path: Path, ext: str) -> None:
+    import tracemalloc
+
+    from analyzer.sources.reader import ReadStats, iter_chunks
+
+    member = COMPRESSORS[ext](FILLER * ((32 << 20) // len(FILLER)))  # ~1000:1 and more
+    path = tmp_path / f"x.{ext}"
+    path.write_bytes(member * 8)  # 256 MiB of content
+    stats = ReadStats()
+    tracemalloc.start()
+    total = sum(len(c) for c in iter_chunks(path, ext, stats=stats, limit=200 << 20))
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert stats.limit_hit and 199 << 20 < total <= 200 << 20
+    assert peak < 24 << 20  # a few chunks and one step's input, never the backlog
