@@ -286,3 +286,11 @@ def test_a_highly_compressed_stream_is_read_in_flat_memory(tmp_path: Path, ext: 
     tracemalloc.stop()
     assert stats.limit_hit and 199 << 20 < total <= 200 << 20
     assert peak < 24 << 20  # a few chunks and one step's input, never the backlog
+
+
+def test_the_file_limit_is_noted(tmp_path: Path) -> None:
+    for i in range(12):
+        (tmp_path / f"part{i:02d}.log").write_bytes(FILLER)
+    found = discover(tmp_path, max_files=5)
+    assert len(found) == 6
+    assert "7 more file(s) after the first 5 not read" in found[-1].note or any("7 more file(s)" in s.note for s in found)
