@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import json
 import lzma
@@ -92,10 +93,32 @@ def test_a_thousand_nested_directories(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     (d / "train.log").write_bytes(OOM)
-    report = analyze(tmp_path, Options())
+    try:
+        report = analyze(tmp_path, Options())
+    finally:
+        _remove_deep(tmp_path, "d", "deep.log")
     assert report.verdict.category.value == "oom_cascade"
     deep = [s for s in report.sources if "deeper than" in s.note]
     assert len(deep) == 1 and deep[0].file.count("/") == 32
+
+
+def _remove_deep(top: Path, name: str, leaf: str) -> None:
+    """Remove a chain top/name/name/.../leaf without recursion (shutil.rmtree would recurse)."""
+    fds = [os.open(top, os.O_RDONLY)]
+    try:
+        while True:
+            try:
+                fds.append(os.open(name, os.O_RDONLY, dir_fd=fds[-1]))
+            except FileNotFoundError:
+                break
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(leaf, dir_fd=fds[-1])
+        while len(fds) > 1:
+            os.close(fds.pop())
+            os.rmdir(name, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def test_a_path_longer_than_path_max(tmp_path: Path) -> None:
@@ -110,7 +133,10 @@ def test_a_path_longer_than_path_max(tmp_path: Path) -> None:
             f.write(OOM)
     finally:
         os.close(fd)
-    report = analyze(tmp_path, Options())  # no exception; the file is noted
+    try:
+        report = analyze(tmp_path, Options())  # no exception; the file is noted
+    finally:
+        _remove_deep(tmp_path, "n" * 250, "x.log")
     assert any(s.status in ("error", "skipped") for s in report.sources)
 
 
