@@ -183,6 +183,7 @@ def signatures_list(category: str | None, fmt: str) -> None:
                         "confidence": s.confidence,
                         "title": s.title,
                         "file": s.file,
+                        "source": [{"project": x.project, "file": x.file, "versions": list(x.versions)} for x in s.sources],
                     }
                     for s in sigs
                 ],
@@ -220,6 +221,22 @@ def signatures_check(root: Path | None) -> None:
     for p in problems:
         click.echo(str(p))
     click.echo(f"{count} signatures, {len(problems)} problem(s)", err=True)
+    sys.exit(1 if problems else 0)
+
+
+@signatures.command("coverage")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--summary", "brief", is_flag=True, help="Counts only, without the list of messages.")
+@click.option("--dir", "root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Another signature dir.")
+def signatures_coverage(fmt: str, brief: bool, root: Path | None) -> None:
+    """Per emitter and category, which messages the emitters print the signatures recognise."""
+    from analyzer.signatures.coverage import as_json, as_text, measure
+
+    results, problems = measure(root)
+    if fmt == "json":
+        click.echo(json.dumps(as_json(results, problems), indent=2, sort_keys=True))
+    else:
+        click.echo(as_text(results, problems, verbose=not brief))
     sys.exit(1 if problems else 0)
 
 

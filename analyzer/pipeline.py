@@ -69,7 +69,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     )
     job = correlate(normalize(ingested.events))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
-    standalone = {s.id for s in sigs if s.extra.get("standalone")}
+    standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     warnings = ingested.warnings + job.notes
     return Analysis(run_dir, ingested.sources, job.events, findings, rule, warnings, sigs, job.single_process)

@@ -1,5 +1,5 @@
-"""Shared test helpers: where the repository and the shared reference data are; the suite's
-own cache directory."""
+"""Shared test helpers: where the repository and its third-party reference data are; the
+suite's own cache directory."""
 
 from __future__ import annotations
 
@@ -36,17 +36,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_CACHE, ignore_errors=True)
 
 
-def shared_dir() -> Path | None:
-    env = os.environ.get("POSTMORTEM_SHARED")
-    for candidate in ([Path(env)] if env else []) + [REPO.parent / "shared"]:
-        if candidate.is_dir():
-            return candidate
-    return None
+EXTERNAL = REPO / "tests" / "fixtures" / "external"
 
 
 @pytest.fixture
-def shared() -> Path:
-    path = shared_dir()
-    if path is None:
-        pytest.skip("../shared (the satyr reference data) is not next to the repository; set POSTMORTEM_SHARED to run this test")
-    return path
+def external() -> Path:
+    """Third-party reference data kept in the repository (tests/fixtures/external/PROVENANCE.md)."""
+    return EXTERNAL

@@ -115,14 +115,14 @@ def test_bad_input_gives_notes_and_the_analysis_goes_on(tmp_path: Path) -> None:
     assert tree_digest(run_dir) == before
 
 
-def test_parse_python_traceback_json(shared: Path) -> None:
-    code, out, _ = run("parse", "python_traceback", str(shared / "external/satyr/python_stacktraces/python-01"))
+def test_parse_python_traceback_json(external: Path) -> None:
+    code, out, _ = run("parse", "python_traceback", str(external / "satyr/python_stacktraces/python-01"))
     data = json.loads(out)
     assert code == 0
     (tb,) = data["tracebacks"]
     assert tb["exception"] == {"type": "AttributeError", "message": "'NoneType' object has no attribute 'rsplit'"}
     assert len(tb["frames"]) == 11 and set(tb["frames"][0]) >= {"file", "line", "function"}
-    code, out_auto, _ = run("parse", "auto", str(shared / "external/satyr/python_stacktraces/python-01"))
+    code, out_auto, _ = run("parse", "auto", str(external / "satyr/python_stacktraces/python-01"))
     assert json.loads(out_auto)["tracebacks"][0]["exception"]["type"] == "AttributeError"
 
 
@@ -130,6 +130,7 @@ def test_signatures_commands() -> None:
     code, out, _ = run("signatures", "list", "--format", "json")
     sigs = json.loads(out)
     assert code == 0 and sigs
+    assert all(s["source"] and s["source"][0]["project"] and s["source"][0]["versions"] for s in sigs)
     code, out, _ = run("signatures", "show", sigs[0]["id"])
     assert code == 0 and f"id: {sigs[0]['id']}" in out
     code, _, err = run("signatures", "show", "no.such.signature")
@@ -139,7 +140,19 @@ def test_signatures_commands() -> None:
     assert "0 problem(s)" in err
 
 
+def test_signatures_coverage_cli() -> None:
+    code, out, _ = run("signatures", "coverage", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["problems"] == []
+    assert data["emitters"]["nccl"]["counts"]["missed"] == 0 and data["totals"]["wrong"] == 0
+    assert {r["status"] for r in data["results"] if r["category"] == "none"} == {"benign"}
+    code, out, _ = run("signatures", "coverage", "--summary")
+    assert code == 0 and out.splitlines()[-1].startswith("total: ") and "    covered" not in out
+
+
 def test_signatures_check_reports_every_problem_with_file(tmp_path: Path) -> None:
+    """Every validator runs on every file: one bad file shows all of its issues, each with its
+    type and line, next to the other files' issues and the Xid table's."""
     root = tmp_path / "sigs"
     (root / "shm").mkdir(parents=True)
     (root / "taxonomy.yaml").write_text((REPO / "signatures" / "taxonomy.yaml").read_text())
@@ -149,13 +162,20 @@ def test_signatures_check_reports_every_problem_with_file(tmp_path: Path) -> Non
         "summary: s\ntests:\n  match: ['x']\n  no_match: []\n"
     )
     (root / "shm" / "broken.yaml").write_text("id: [unclosed\n")
+    (root / "xid.yaml").write_text(
+        "xids:\n  79: {name: X, meaning: m, cause_class: cosmic, category: hardware_xid, confidence: 3, action: a}\n"
+    )
     code, out, _ = run("signatures", "check", "--dir", str(root))
     assert code == 1
-    assert "bad.one.yaml:1: id 'bad.two' differs from the file name" in out
-    assert "subcategory 'shm.nope' is not listed" in out
-    assert "confidence must be a number" in out
-    assert "does not compile" in out
-    assert "broken.yaml" in out and "invalid YAML" in out
+    lines = out.splitlines()
+    assert "sigs/shm/bad.one.yaml:1: identity: id 'bad.two' differs from the file name 'bad.one'" in lines
+    assert "sigs/shm/bad.one.yaml:1: schema: (file): 'source' is a required property" in lines
+    assert "sigs/shm/bad.one.yaml:4: taxonomy: subcategory 'shm.nope' is not listed under 'shm' in taxonomy.yaml" in lines
+    assert "sigs/shm/bad.one.yaml:6: schema: confidence: 2 is greater than the maximum of 1" in lines
+    assert any(line.startswith("sigs/shm/bad.one.yaml:9: regex: selection 'sel': regex '(' does not compile") for line in lines)
+    assert any(line.startswith("sigs/shm/broken.yaml:2: yaml: invalid YAML") for line in lines)
+    assert "sigs/xid.yaml:2: xid: xid 79: confidence must be a number in (0, 1]" in lines
+    assert any(line.startswith("sigs/xid.yaml:2: xid: xid 79: cause_class 'cosmic'") for line in lines)
 
 
 def test_eval_json(tmp_path: Path) -> None:
@@ -165,7 +185,7 @@ def test_eval_json(tmp_path: Path) -> None:
     assert set(data) >= {"accuracy", "per_category", "confusion", "first_failure_rank_accuracy"}
 
 
-def test_parse_auto_recognises_a_bt_full_file(shared: Path) -> None:
-    code, out, _ = run("parse", "auto", str(shared / "external/satyr/gdb_stacktraces/rhbz-803600"))
+def test_parse_auto_recognises_a_bt_full_file(external: Path) -> None:
+    code, out, _ = run("parse", "auto", str(external / "satyr/gdb_stacktraces/rhbz-803600"))
     data = json.loads(out)
     assert code == 0 and len(data["threads"]) == 2 and data["crash_thread"] == 1

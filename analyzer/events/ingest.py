@@ -14,11 +14,10 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 
 from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
-from analyzer.parse import torchelastic
-from analyzer.parse.base import Region
+from analyzer.parse.base import Parser, Region
 from analyzer.parse.core_event import core_events
 from analyzer.parse.prefix import split_prefix
-from analyzer.parse.registry import parsers, region_parser, triggers
+from analyzer.parse.registry import for_source, parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import MAX_REGIONS, Hit
 from analyzer.sources.discover import SourceFile
@@ -219,8 +218,15 @@ def _take(r: _FileResult, out: Ingested, budget: _Budget) -> None:
 # --- both cores: text files scanned in worker processes, merged in the run dir's order ----------
 
 PARALLEL_MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
-_TEXT_KINDS = (SourceKind.TRAINING_LOG, SourceKind.NCCL_LOG, SourceKind.KERNEL_LOG, SourceKind.FAULTHANDLER)
 _worker_scanner: Scanner | None = None
+
+
+def _scanned(src: SourceFile) -> bool:
+    """A file read by the scan (not a core, not one that its parser reads whole)."""
+    if src.status != SourceStatus.PENDING or src.kind is SourceKind.CORE_DUMP:
+        return False
+    parser = for_source(src.kind)
+    return parser is None or parser.whole_file is None
 
 
 def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
@@ -232,7 +238,7 @@ def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
 def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
     """How many processes to scan with: 1 unless there are several CPUs, several text files and
     enough bytes to be worth it (`wanted` overrides the CPU count: 1 turns it off)."""
-    texts = [s for s in sources if s.status == SourceStatus.PENDING and s.kind in _TEXT_KINDS]
+    texts = [s for s in sources if _scanned(s)]
     if len(texts) < 2 or sum(s.size for s in texts) < PARALLEL_MIN_BYTES:
         return 1
     try:
@@ -242,51 +248,17 @@ def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
     return max(1, min(wanted or cpus, len(texts), 8))
 
 
-def ingest_elastic_error(src: SourceFile, out: Ingested) -> None:
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT, expect=src.file_id, follow=src.via_symlink)
-    events = [_with_source_kind(ev, src.kind) for ev in torchelastic.parse_error_json(text, src.rel, src.rank, src.host)]
-    out.events.extend(events)
-    bad = any(e.kind == EventKind.UNPARSED for e in events)
-    out.sources.append(
-        SourceInfo(
-            src.rel,
-            src.kind,
-            src.size,
-            text.count("\n") + 1,
-            SourceStatus.ERROR if bad else SourceStatus.PARSED,
-            "invalid JSON" if bad else ("cut at 16 MiB" if cut else ""),
-            src.rank,
-            src.host,
-        )
-    )
-
-
-def ingest_gdb_text(src: SourceFile, out: Ingested) -> None:
-    """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`)."""
-    from analyzer.parse.gdb_backtrace import parse_text
-    from analyzer.parse.gdb_event import backtrace_event, fault_from_text
-
-    text, cut = read_text_limited(src.path, src.compression, GDB_TEXT_LIMIT, expect=src.file_id, follow=src.via_symlink)
-    lines = text.count("\n") + 1
-    try:
-        bt = parse_text(text)
-    except Exception as exc:
-        out.sources.append(
-            SourceInfo(
-                src.rel, src.kind, src.size, lines, SourceStatus.ERROR, f"backtrace not understood: {exc}", src.rank, src.host
-            )
-        )
-        return
-    first = text.split("\n", 1)[0]
-    ev = backtrace_event(bt, Location(src.rel, 1), first, src.rank, src.host, end_line=lines)
-    fault = fault_from_text(text)
-    ev = replace(ev, fields={**ev.fields, "source_kind": str(src.kind), **fault})
-    if fault.get("fault_mapping"):
-        ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
-    out.events.append(ev)
-    out.sources.append(
-        SourceInfo(src.rel, src.kind, src.size, lines, SourceStatus.PARSED, "cut at 4 MiB" if cut else "", src.rank, src.host)
-    )
+def ingest_whole_file(src: SourceFile, parser: Parser, out: Ingested) -> None:
+    """A file its parser reads as a whole (a torchelastic error.json, a saved gdb backtrace),
+    within a size limit (a saved backtrace: less, its parsing is not linear)."""
+    assert parser.whole_file is not None
+    limit = GDB_TEXT_LIMIT if src.kind is SourceKind.GDB_BACKTRACE else WHOLE_FILE_LIMIT
+    text, cut = read_text_limited(src.path, src.compression, limit, expect=src.file_id, follow=src.via_symlink)
+    events, problem = parser.whole_file(text, src.rel, src.rank, src.host)
+    out.events.extend(_with_source_kind(ev, src.kind) for ev in events)
+    status = SourceStatus.ERROR if problem else SourceStatus.PARSED
+    note = problem or (f"cut at {limit >> 20} MiB" if cut else "")
+    out.sources.append(SourceInfo(src.rel, src.kind, src.size, text.count("\n") + 1, status, note, src.rank, src.host))
 
 
 def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
@@ -338,11 +310,7 @@ def ingest(
     if n > 1 and "fork" in multiprocessing.get_all_start_methods():
         global _worker_scanner
         _worker_scanner = scanner
-        tasks = [
-            (s, budget.limits.file_bytes, budget.deadline)
-            for s in sources
-            if s.status == SourceStatus.PENDING and s.kind in _TEXT_KINDS
-        ]
+        tasks = [(s, budget.limits.file_bytes, budget.deadline) for s in sources if _scanned(s)]
         pool = multiprocessing.get_context("fork").Pool(n)
         ahead = pool.imap(_worker, tasks, chunksize=1)
     try:
@@ -365,7 +333,7 @@ def _ingest_all(
     for src in sources:
         # a text file read ahead by a worker: its result is taken in this order, as one process
         # would have read it (read again here only when the run dir's size limit cuts it)
-        early = next(ahead) if ahead is not None and src.status == SourceStatus.PENDING and src.kind in _TEXT_KINDS else None
+        early = next(ahead) if ahead is not None and _scanned(src) else None
         if src.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
             note = src.note
             if src.status == SourceStatus.SKIPPED and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
@@ -400,10 +368,8 @@ def _ingest_all(
             began = time.monotonic()
             ingest_core(src, out, allowed)
             budget.core_seconds_left -= time.monotonic() - began
-        elif src.kind is SourceKind.GDB_BACKTRACE:
-            ingest_gdb_text(src, out)
-        elif src.kind is SourceKind.ELASTIC_ERROR:
-            ingest_elastic_error(src, out)
+        elif (parser := for_source(src.kind)) is not None and parser.whole_file is not None:
+            ingest_whole_file(src, parser, out)
         else:
             ingest_text_file(src, scanner, out, budget)
 

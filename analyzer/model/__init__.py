@@ -11,6 +11,10 @@ from typing import Any
 
 
 class Category(StrEnum):
+    """The categories of signatures/taxonomy.yaml, in its order (written by
+    `python -m tests.golden --update`; a test holds it to the taxonomy)."""
+
+    # BEGIN taxonomy categories
     SHM = "shm"
     P2P = "p2p"
     OOM_CASCADE = "oom_cascade"
@@ -22,6 +26,7 @@ class Category(StrEnum):
     USER_CODE = "user_code"
     SCHEDULER = "scheduler"
     UNKNOWN = "unknown"
+    # END taxonomy categories
 
 
 MAIN_CATEGORIES = (
@@ -143,7 +148,7 @@ class Fields(dict[str, Any]):
     def _read_only(self, *args: object, **kwargs: object) -> None:
         raise TypeError("event fields are read-only once the event is made")
 
-    __setitem__ = __delitem__ = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _read_only
     update = setdefault = pop = popitem = clear = _read_only  # type: ignore[assignment]
     __ior__ = _read_only  # type: ignore[assignment]
 
@@ -193,6 +198,7 @@ class Finding:
     summary: str
     event: Event
     remediation: tuple[str, ...] = ()
+    scope: Scope = Scope.LINE  # what the finding is about: its line, its rank, its host, the job
 
 
 class SourceStatus(StrEnum):

@@ -5,7 +5,8 @@ A parser module `analyzer/parse/<stem>.py` (grammar `grammars/<stem>.lark`) ends
 parse auto`), its `triggers` (the line patterns that make a region worth its attention; the
 scan stage compiles them, together with the signatures' patterns, into one multi-pattern
 pass), `parse(region) -> list[Event]`, and `dump(text, file)`: the whole text as JSON-ready data
-for `postmortem parse`. A region is the line that matched plus, for block triggers, the lines
+for `postmortem parse`. A parser whose files are read as a whole (a torchelastic error.json, a
+saved gdb backtrace) also has `whole_file(text, file, rank, host) -> (events, problem)`. A region is the line that matched plus, for block triggers, the lines
 that follow it (a whole traceback, a whole OOM-killer report). `parse/registry.py` lists the
 stems in order of precedence.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from analyzer.model import Event, EventKind, Location, SourceKind
+from analyzer.model.serialize import event_data
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,13 @@ class Parser(Protocol):
 
     def dump(self, text: str, file: str) -> dict[str, Any]: ...
 
+    @property
+    def whole_file(self) -> WholeFile | None: ...
+
+
+# a whole file's text, its path, rank and host -> its events, and what was wrong with it (or None)
+WholeFile = Callable[[str, str, int | None, str | None], tuple[list[Event], str | None]]
+
 
 @dataclass(frozen=True, slots=True)
 class GrammarParser:
@@ -84,6 +93,7 @@ class GrammarParser:
     triggers: tuple[Trigger, ...]
     parse_fn: Callable[[Region], list[Event]]
     dump_fn: Callable[[str, str], dict[str, Any]] | None = None
+    whole_file: WholeFile | None = None
 
     def parse(self, region: Region) -> list[Event]:
         return self.parse_fn(region)
@@ -104,20 +114,3 @@ def region_events(parser: Parser, text: str, file: str) -> list[Event]:
     for hit in result.hits:
         events.extend(parser.parse(Region(file, hit.line_no, tuple(hit.lines), parser.stem)))
     return events
-
-
-def event_data(e: Event) -> dict[str, Any]:
-    """An event as JSON-ready data (`postmortem parse`): where, who, when, and its fields."""
-    d: dict[str, Any] = {
-        "kind": str(e.kind),
-        "line": e.loc.line,
-        "time": e.time_text,
-        "host": e.host,
-        "rank": e.rank,
-        "pid": e.pid,
-        "message": e.message,
-    }
-    for k, v in e.fields.items():
-        if k not in d and isinstance(v, str | int | float | bool | list | dict | type(None)):
-            d[k] = v
-    return d

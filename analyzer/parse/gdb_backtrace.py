@@ -18,6 +18,7 @@ from lark.exceptions import LarkError
 
 from analyzer.model import Backtrace, Event, Frame, Location, SourceKind, Thread
 from analyzer.model.native import signal_name
+from analyzer.model.serialize import backtrace_data
 from analyzer.parse._lark import load_parser
 from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.gdb_crash_thread import SIGNAL_HANDLER, find_crash_thread
@@ -261,28 +262,7 @@ def parse_text(text: str) -> Backtrace:
 
 def to_dict(bt: Backtrace) -> dict[str, Any]:
     """The JSON shape of a backtrace (stable keys)."""
-    return {
-        "signal": bt.signal,
-        "threads": [
-            {
-                "number": t.number,
-                "lwp": t.lwp,
-                "frames": [
-                    {
-                        "index": f.index,
-                        "address": f.address,
-                        "function": f.function,
-                        "file": f.file,
-                        "line": f.line,
-                        "library": f.library,
-                    }
-                    for f in t.frames
-                ],
-            }
-            for t in bt.threads
-        ],
-        "crash_thread": bt.crash_thread,
-    }
+    return backtrace_data(bt)
 
 
 def parse_region(region: Region) -> list[Event]:
@@ -309,6 +289,29 @@ def parse_region(region: Region) -> list[Event]:
     ]
 
 
+def parse_file(text: str, file: str, rank: int | None, host: str | None) -> tuple[list[Event], str | None]:
+    """A file that is a gdb backtrace as a whole (saved `bt` / `thread apply all bt full`): one
+    BACKTRACE event with what the text says about the fault."""
+    from analyzer.parse.gdb_event import backtrace_event, fault_from_text
+
+    lines = text.count("\n") + 1
+    try:
+        bt = parse_text(text)
+    except Exception as exc:
+        return [], f"backtrace not understood: {exc}"
+    ev = backtrace_event(bt, Location(file, 1), text.split("\n", 1)[0], rank, host, end_line=lines)
+    fault = fault_from_text(text)
+    ev = replace(ev, fields={**ev.fields, **fault})
+    if fault.get("fault_mapping"):
+        ev = replace(ev, message=f"{ev.message}; fault at {fault['fault_address']} in {fault['fault_mapping']}")
+    return [ev], None
+
+
 PARSER = GrammarParser(
-    "gdb_backtrace", (SourceKind.GDB_BACKTRACE,), tuple(TRIGGERS), parse_region, lambda text, file: to_dict(parse_text(text))
+    "gdb_backtrace",
+    (SourceKind.GDB_BACKTRACE,),
+    tuple(TRIGGERS),
+    parse_region,
+    lambda text, file: to_dict(parse_text(text)),
+    whole_file=parse_file,
 )

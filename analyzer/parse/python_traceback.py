@@ -13,6 +13,7 @@ from lark import Token, Transformer
 from lark.exceptions import LarkError
 
 from analyzer.model import Event, EventKind, Frame, Location, PyException, PyTraceback, SourceKind
+from analyzer.model.serialize import PYTHON_FRAME_KEYS, frame_data
 from analyzer.parse._lark import load_parser
 from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
 from analyzer.parse.prefix import Prefix, split_prefix
@@ -276,7 +277,7 @@ def parse_region(region: Region) -> list[Event]:
 def to_dict(tb: PyTraceback) -> dict[str, object]:
     return {
         "exception": {"type": tb.exception.type, "message": tb.exception.message},
-        "frames": [{"file": f.file, "line": f.line, "function": f.function} for f in tb.frames],
+        "frames": [frame_data(f, PYTHON_FRAME_KEYS) for f in tb.frames],
         "chained": [to_dict(c) for c in tb.chained],
         "chain_kind": tb.chain_kind,
     }

@@ -307,4 +307,9 @@ def _dump(text: str, file: str) -> dict[str, Any]:
     return {"events": [event_data(e) for e in region_events(PARSER, text, file)]}
 
 
-PARSER = GrammarParser("torchelastic", (SourceKind.ELASTIC_ERROR,), tuple(TRIGGERS), parse_region, _dump)
+def _whole_file(text: str, file: str, rank: int | None, host: str | None) -> tuple[list[Event], str | None]:
+    events = parse_error_json(text, file, rank, host)
+    return events, "invalid JSON" if any(e.kind == EventKind.UNPARSED for e in events) else None
+
+
+PARSER = GrammarParser("torchelastic", (SourceKind.ELASTIC_ERROR,), tuple(TRIGGERS), parse_region, _dump, _whole_file)

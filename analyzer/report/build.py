@@ -25,6 +25,7 @@ from analyzer.model import (
     FirstFailure,
     Report,
     Role,
+    Scope,
     SourceInfo,
     SourceStatus,
     Verdict,
@@ -149,11 +150,19 @@ def _explain(root: Finding, roots: list[Finding], chain: Sequence[object], notes
 
 
 def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list[EvidenceItem]:
+    """The evidence rows: every root-cause finding, then context and symptoms, at most three
+    rows per signature and, by the signature's scope, one per rank, per host or per job."""
     root_ids = {id(f) for f in roots}
     chosen: list[tuple[int, Finding]] = []
     per_sig: dict[str, int] = {}
+    places: set[tuple[str, object]] = set()
     for f in findings:
         role = Role.ROOT_CAUSE if id(f) in root_ids else (Role.CONTEXT if f.role is Role.CONTEXT else Role.SYMPTOM)
+        if role is not Role.ROOT_CAUSE and f.scope is not Scope.LINE:
+            place = (f.signature, _place(f))
+            if place in places:
+                continue  # the same claim about the same rank, host or job
+            places.add(place)
         per_sig[f.signature] = per_sig.get(f.signature, 0) + 1
         if role is not Role.ROOT_CAUSE and per_sig[f.signature] > 3:
             continue
@@ -165,6 +174,16 @@ def _evidence(findings: list[Finding], roots: list[Finding], limit: int) -> list
         e = f.event
         out.append(EvidenceItem(e.loc.file, e.loc.line, e.text.strip()[:500], f.signature, role, e.rank, e.host, e.time))
     return out
+
+
+def _place(f: Finding) -> object:
+    """What a finding of rank, host or job scope is about."""
+    e = f.event
+    if f.scope is Scope.JOB:
+        return "job"
+    if f.scope is Scope.HOST:
+        return e.host or e.loc.file
+    return (e.host, e.rank) if e.rank is not None else (e.host, e.loc.file)
 
 
 def _missing(sources: Sequence[SourceInfo], events: list[Event], findings: list[Finding], category: Category) -> list[str]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from analyzer.model import Frame, Thread
 from analyzer.model.native import CoreInfo
+from analyzer.model.serialize import thread_data
 from analyzer.parse.crash_signature import crash_signature, signature_dict
 
 MAX_OTHER_FRAMES = 8  # frames shown per non-crash thread
@@ -98,17 +99,12 @@ def core_to_dict(info: CoreInfo) -> dict[str, Any]:
         "fault_mapping": (
             {"path": fm.path, "start": _hex(fm.start), "end": _hex(fm.end), "offset": _hex(fm.offset)} if fm else None
         ),
-        "threads": [_thread_dict(t) for t in info.backtrace.threads],
+        "threads": [thread_data(t) for t in info.backtrace.threads],
         "crash_thread": info.backtrace.crash_thread,
         "signature": signature_dict(crash_signature(info.backtrace)),
         "mappings_source": info.mappings_source,
         "warnings": list(info.warnings),
     }
-
-
-def _thread_dict(t: Thread) -> dict[str, Any]:
-    keys = ("index", "address", "function", "file", "line", "library")
-    return {"number": t.number, "lwp": t.lwp, "frames": [{k: getattr(f, k) for k in keys} for f in t.frames]}
 
 
 def _hex(value: int | None) -> str | None:

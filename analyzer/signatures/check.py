@@ -1,16 +1,16 @@
-"""`signatures check`: every validator, then every signature's inline tests, all problems at once."""
+"""`signatures check`: every validator on every file, the Xid table, then every signature's
+inline tests; all issues at once, each with its type, file and line."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Event, EventKind, Location
 from analyzer.paths import signatures_dir
-from analyzer.signatures.fields import field_problems
-from analyzer.signatures.loader import Problem, Signature, line_patterns, load_all, signature_files
+from analyzer.signatures import validators as v
+from analyzer.signatures.loader import Problem, Signature, line_patterns, load_file, load_taxonomy, signature_files
 from analyzer.signatures.matcher import match_event
 from analyzer.signatures.taxonomy import problems as taxonomy_problems
 
@@ -40,43 +40,35 @@ def run_tests(sig: Signature, scanner: Any) -> list[Problem]:
     return problems
 
 
-def schema_problems(root: Path | None = None) -> list[Problem]:
-    """Every file against signatures/schema.json (jsonschema, when installed)."""
-    try:
-        import jsonschema
-    except ImportError:
-        return []
-    import json
-
-    import yaml
-
-    base = root or signatures_dir()
-    schema_path = base / "schema.json"
-    if not schema_path.is_file():
-        schema_path = signatures_dir() / "schema.json"
-    validator = jsonschema.Draft202012Validator(json.loads(schema_path.read_text(encoding="utf-8")))
-    out = []
-    for path in signature_files(base):
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError):
-            continue  # the loader reports these
-        rel = path.relative_to(base.parent).as_posix()
-        for err in validator.iter_errors(data):
-            where = ".".join(str(x) for x in err.absolute_path) or "(file)"
-            out.append(Problem(rel, None, f"schema: {where}: {err.message[:200]}"))
-    return out
-
-
 def check_all(root: Path | None = None) -> tuple[list[Problem], int]:
-    sigs, problems = load_all(root)
-    problems.extend(schema_problems(root))
-    problems.extend(Problem("signatures/taxonomy.yaml", None, p) for p in taxonomy_problems(root))
-    problems.extend(field_problems(sigs))
+    """Every issue of every file under `root` (the shipped database by default), and the number
+    of signature files looked at."""
+    base = root or signatures_dir()
+    taxonomy = load_taxonomy(base)
+    ctx = v.Context(taxonomy=taxonomy, schema=v.load_schema(base, signatures_dir()))
+    problems: list[Problem] = []
+    docs: list[v.Doc] = []
+    files = list(signature_files(base))
+    for path in files:
+        rel = path.relative_to(base.parent).as_posix()
+        doc, issues = v.read_doc(path, rel)
+        problems.extend(issues)
+        if doc is None:
+            continue
+        doc.signature = load_file(path, base, taxonomy, [], validate=False, parsed=doc.data)
+        docs.append(doc)
+    sigs = [d.signature for d in docs if d.signature is not None]
     scanner = build_scanner(line_patterns(sigs))
-    for sig in sigs:
-        problems.extend(run_tests(sig, scanner))
-        for regex, _ in sig.line_patterns:
-            if re.search(r"\(\?[aiLmsux]+\)", regex):
-                problems.append(Problem(sig.file, None, f"global inline flags in {regex!r}: use the `|i` modifier instead"))
-    return problems, len(sigs)
+    ctx.run_tests = lambda sig: run_tests(sig, scanner)
+    for doc in docs:
+        for validator in v.VALIDATORS:
+            problems.extend(validator(doc, ctx))
+    problems.extend(v.validate_duplicates(docs))
+    taxonomy_file = (base / "taxonomy.yaml").relative_to(base.parent).as_posix()
+    problems.extend(Problem(taxonomy_file, None, p, v.TAXONOMY) for p in taxonomy_problems(root))
+    xid = base / "xid.yaml"
+    if xid.is_file():
+        problems.extend(v.validate_xid_table(xid, xid.relative_to(base.parent).as_posix(), taxonomy))
+    order = {p: i for i, p in enumerate(problems)}
+    problems.sort(key=lambda p: (p.file, p.line or 0, order[p]))
+    return problems, len(files)

@@ -25,7 +25,7 @@ from analyzer.paths import cache_dir, signatures_dir
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 MODIFIERS = {"contains", "startswith", "endswith", "re", "equals", "exists", "all", "i", "gte", "lte"}
-REQUIRED = ("id", "title", "category", "subcategory", "role", "confidence", "detection", "summary", "tests")
+REQUIRED = ("id", "title", "category", "subcategory", "role", "confidence", "source", "detection", "summary", "tests")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,26 @@ def compiled_regex(pattern: str, flags: int) -> re.Pattern[str] | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Source:
+    """The program that prints what a signature matches: project, source file, versions read."""
+
+    project: str
+    file: str
+    versions: tuple[str, ...]
+
+
+def parse_sources(value: Any) -> tuple[Source, ...]:
+    """The `source:` of a signature (one mapping or a list of them); malformed entries are left out
+    (the schema validator reports them)."""
+    out = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict) and item.get("project") and item.get("file"):
+            versions = tuple(str(v) for v in _as_tuple(item.get("versions")))
+            out.append(Source(str(item["project"]), str(item["file"]), versions))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Signature:
     id: str
     title: str
@@ -67,6 +87,12 @@ class Signature:
     file: str
     line_patterns: tuple[tuple[str, bool], ...]  # (regex, ignore_case) for the scan stage
     extra: dict[str, Any] = field(default_factory=dict)
+    sources: tuple[Source, ...] = ()
+
+    @property
+    def standalone(self) -> bool:
+        """A symptom that may decide the verdict when no root-cause signature fired."""
+        return bool(self.extra.get("standalone"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +100,11 @@ class Problem:
     file: str
     line: int | None
     message: str
+    code: str = ""  # the issue type (the validator that found it), e.g. "regex", "schema"
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.message}"
+        return f"{where}: {self.code}: {self.message}" if self.code else f"{where}: {self.message}"
 
 
 @cache
@@ -272,6 +299,7 @@ def load_file(
         tests={"match": _as_tuple(tests.get("match")), "no_match": _as_tuple(tests.get("no_match"))},
         file=rel,
         line_patterns=_line_patterns(selections, cond.positive_names(names)),
+        sources=parse_sources(data["source"]),
         extra={
             k: v
             for k, v in data.items()
@@ -281,8 +309,9 @@ def load_file(
 
 
 def signature_files(root: Path | None = None) -> Iterable[Path]:
+    """Every signature file: <category>/<id>.yaml (emitters/ holds the message catalogs)."""
     base = root or signatures_dir()
-    return sorted(p for p in base.rglob("*.yaml") if p.parent != base)
+    return sorted(p for p in base.rglob("*.yaml") if p.parent != base and p.relative_to(base).parts[0] != "emitters")
 
 
 def load_all(root: Path | None = None, validate: bool = True) -> tuple[list[Signature], list[Problem]]:

@@ -217,6 +217,7 @@ def find(signatures: Iterable[Signature], events: Iterable[Event]) -> list[Findi
                     summary=summarize(sig, event, groups),
                     event=event,
                     remediation=sig.remediation,
+                    scope=sig.scope,
                 )
             )
     return findings

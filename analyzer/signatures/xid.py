@@ -33,6 +33,7 @@ class XidInfo:
     confidence: float
     action: str
     nvidia_action: str | None = None
+    context_only: bool = False  # a corrected or harmless-alone event: evidence, never the root cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,7 @@ def _info(number: int, raw: dict[str, Any]) -> XidInfo:
             confidence=float(raw["confidence"]),
             action=str(raw["action"]),
             nvidia_action=raw.get("nvidia_action"),
+            context_only=raw.get("role") == "context",
         )
     except KeyError as exc:
         raise XidTableError(f"xid {number}: missing key {exc}") from exc
@@ -81,18 +83,19 @@ def _table(path: Path | None = None) -> tuple[dict[int, XidInfo], dict[int, dict
     return infos, actions
 
 
-def xid_info(number: int) -> XidInfo | None:
-    """What the table says about this Xid, or None for a number it does not list."""
-    return _table()[0].get(number)
+def xid_info(number: int, table: Path | None = None) -> XidInfo | None:
+    """What the table (the shipped xid.yaml, or `table`) says about this Xid, or None for a number
+    it does not list."""
+    return _table(table)[0].get(number)
 
 
 def all_xids() -> list[XidInfo]:
     return [info for _, info in sorted(_table()[0].items())]
 
 
-def classify_xid(number: int) -> XidInfo:
+def classify_xid(number: int, table: Path | None = None) -> XidInfo:
     """Like xid_info, but an unknown number gets a low-confidence `unknown` answer."""
-    info = xid_info(number)
+    info = xid_info(number, table)
     if info is not None:
         return info
     return XidInfo(
@@ -133,7 +136,7 @@ FAMILY = "xid"
 _PREVIOUS = re.compile(r"caused by previous Xid (\d+)", re.I)
 
 
-def xid_findings(events: list[Event]) -> list[Finding]:
+def xid_findings(events: list[Event], table: Path | None = None) -> list[Finding]:
     """The table-driven Xid family: one finding per NVRM Xid record, named `xid.<number>`.
 
     A hardware or firmware Xid is a root cause in hardware_xid; an application-class Xid
@@ -146,17 +149,17 @@ def xid_findings(events: list[Event]) -> list[Finding]:
         if e.kind is not EventKind.XID or not isinstance(e.fields.get("xid"), int):
             continue
         number = int(e.fields["xid"])
-        info = classify_xid(number)
+        info = classify_xid(number, table)
         text = str(e.fields.get("xid_message") or e.message)
         previous = _PREVIOUS.search(text)
         via = ""
         if info.cause_class == "sympathetic" and previous:
             number = int(previous.group(1))
-            info = classify_xid(number)
+            info = classify_xid(number, table)
             via = f" (named by a follow-up Xid {e.fields['xid']})"
         if info.cause_class == "sympathetic":
             role, category, confidence = Role.SYMPTOM, Category.HARDWARE_XID, info.confidence
-        elif info.category is Category.UNKNOWN:
+        elif info.category is Category.UNKNOWN or info.context_only:
             role, category, confidence = Role.CONTEXT, Category.HARDWARE_XID, info.confidence
         else:
             role, category, confidence = Role.ROOT_CAUSE, info.category, info.confidence * (0.95 if via else 1.0)

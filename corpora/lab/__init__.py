@@ -245,10 +245,24 @@ class Ctx:
         extra: tuple[str, ...] = (),
     ) -> list[str]:
         """torchrun arguments up to (not including) the script.  logging: console | tee |
-        redirects (both with --log-dir logs).  rdzv: standalone, or c10d on labnode1:port."""
+        redirects (both with --log-dir logs).  rdzv: standalone, c10d on labnode1:port, or
+        static (--master-addr labnode1 --master-port port --node-rank: node_rank decides which
+        global ranks a node gets, node_rank * nproc + local rank)."""
         args = []
         if rdzv == "standalone":
             args += ["--standalone", "--nnodes", "1"]
+        elif rdzv == "static":
+            self.port = port or getattr(self, "port", None) or free_port()
+            args += [
+                "--nnodes",
+                str(nnodes),
+                "--node-rank",
+                str(node_rank),
+                "--master-addr",
+                "labnode1",
+                "--master-port",
+                str(self.port),
+            ]
         else:
             self.port = port or getattr(self, "port", None) or free_port()
             args += [

@@ -28,6 +28,13 @@ def case_id(mod, n: int) -> str:
     return f"lab-{mod.NAME.replace('_', '-')}-{n:03d}"
 
 
+def case_root(mod):
+    """Where a scenario's cases go: corpora/lab/, or the corpus its module names in CORPUS
+    (e.g. "healthy": corpora/healthy/)."""
+    corpus = getattr(mod, "CORPUS", None)
+    return LAB_DIR.parent / corpus if corpus else LAB_DIR
+
+
 def run_one(mod, n: int) -> str:
     variant = mod.VARIANTS[n - 1]
     cid = case_id(mod, n)
@@ -41,7 +48,7 @@ def run_one(mod, n: int) -> str:
     ctx = Ctx(mod.NAME, variant)
     try:
         ff = mod.run(ctx, variant)
-        dest = write_case(cid, category, variant, ctx, mod.NAME, ff)
+        dest = write_case(cid, category, variant, ctx, mod.NAME, ff, dest_root=case_root(mod))
         size = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
         print(
             f"OK    {cid} ({variant.slug}) -> {dest.relative_to(LAB_DIR.parent.parent)} "
@@ -78,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "list":
         for name, mod in mods.items():
             needs = ", ".join(mod.NEEDS) or "-"
-            print(f"{name}  [{mod.CATEGORY}]  needs: {needs}")
+            where = f"  -> corpora/{mod.CORPUS}/" if getattr(mod, "CORPUS", None) else ""
+            print(f"{name}  [{mod.CATEGORY}]  needs: {needs}{where}")
             print(f"    {mod.DESCRIPTION}")
             for i, v in enumerate(mod.VARIANTS, 1):
                 extra = f" (+{', '.join(v.needs)})" if v.needs else ""

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
-import pytest
-
 from analyzer.model import Backtrace, Frame, Thread
 from analyzer.parse.crash_signature import crash_signature, frame_families, normalize, quality
 from analyzer.parse.gdb_backtrace import parse_text
+
+from ..conftest import EXTERNAL
 
 
 def _bt(*frames: tuple[str | None, str | None], handler_at: int | None = None) -> Backtrace:
@@ -107,12 +104,7 @@ def test_quality_low_when_almost_no_symbols() -> None:
 
 
 def _satyr(name: str) -> str:
-    env = os.environ.get("POSTMORTEM_SHARED")
-    shared = Path(env) if env else Path(__file__).resolve().parents[2] / "../shared"
-    path = shared / "external/satyr/gdb_stacktraces" / name
-    if not path.is_file():
-        pytest.skip("satyr test data not found: set POSTMORTEM_SHARED or keep ../shared beside the repo")
-    return path.read_text(encoding="utf-8", errors="replace")
+    return (EXTERNAL / "satyr" / "gdb_stacktraces" / name).read_text(encoding="utf-8", errors="replace")
 
 
 def test_satyr_thunderbird_signature_skips_raise_and_the_handler() -> None:

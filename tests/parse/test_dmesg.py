@@ -1,5 +1,5 @@
 """Kernel log grammar: real lines from public reports (tests/fixtures/parse/dmesg/*.source) and
-satyr's kernel oops corpus (../shared/external/satyr/kerneloopses)."""
+satyr's kernel oops corpus (tests/fixtures/external/satyr/kerneloopses)."""
 
 from __future__ import annotations
 
@@ -133,8 +133,8 @@ def test_triggers_compile_and_match_their_records() -> None:
 
 
 @pytest.fixture
-def kerneloopses(shared: Path) -> Path:
-    return shared / "external" / "satyr" / "kerneloopses"
+def kerneloopses(external: Path) -> Path:
+    return external / "satyr" / "kerneloopses"
 
 
 def test_every_satyr_oops_parses_as_an_oops(kerneloopses: Path) -> None:

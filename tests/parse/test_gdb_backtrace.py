@@ -1,12 +1,11 @@
 """grammars/gdb_backtrace.lark + analyzer/parse/gdb_backtrace.py.
 
-The satyr files (../shared/external/satyr, real ABRT reports kept by abrt/satyr, GPL-2.0) are
-read in place; EXPECTED.md there lists what satyr's own tests assert about them.
+The satyr files (tests/fixtures/external/satyr, real ABRT reports kept by abrt/satyr, GPL-2.0;
+see tests/fixtures/external/PROVENANCE.md) are read in place.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -16,18 +15,11 @@ from analyzer.model import EventKind
 from analyzer.parse.base import Region
 from analyzer.parse.gdb_backtrace import TRIGGERS, join_lines, parse_region, parse_text, split_call, to_dict
 
-
-def _shared() -> Path | None:
-    env = os.environ.get("POSTMORTEM_SHARED")
-    candidate = Path(env) if env else Path(__file__).resolve().parents[2] / "../shared"
-    return candidate.resolve() if candidate.is_dir() else None
+from ..conftest import EXTERNAL
 
 
 def _satyr_dir() -> Path:
-    shared = _shared()
-    if shared is None or not (shared / "external/satyr/gdb_stacktraces").is_dir():
-        pytest.skip("satyr test data not found: set POSTMORTEM_SHARED or keep ../shared beside the repo")
-    return shared / "external/satyr/gdb_stacktraces"
+    return EXTERNAL / "satyr" / "gdb_stacktraces"
 
 
 def _satyr(name: str) -> str:

@@ -134,3 +134,17 @@ def test_garbage_never_raises(line: str) -> None:
     parse_text(line)
     (event,) = parse_region(Region("f", 1, (line,), "nccl"))
     assert event.kind in (EventKind.NCCL, EventKind.WATCHDOG, EventKind.VERSION)
+
+
+def test_warn_line_with_the_function_of_nccl_2_30() -> None:
+    """NCCL 2.30's debug.cc writes `file:line (function) NCCL WARN`; the prefix still parses."""
+    line = "node1:3245:3301 [1] misc/socket.cc:538 (socketProgressOpt) NCCL WARN socketProgressOpt: Call to recv from 10.0.0.3<36721> failed : Connection reset by peer"
+    (ev,) = parse_text(line)["events"]
+    assert (ev["host"], ev["pid"], ev["nccl_level"], ev["src_file"], ev["src_line"]) == (
+        "node1",
+        3245,
+        "WARN",
+        "misc/socket.cc",
+        538,
+    )
+    assert not ev.get("unparsed")

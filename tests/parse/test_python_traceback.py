@@ -14,30 +14,30 @@ SATYR_FILES = ["python-01", "python-02", "python-03", "python-04", "python-05", 
 
 
 @pytest.mark.parametrize("name", SATYR_FILES)
-def test_every_satyr_python_file_parses(shared: Path, name: str) -> None:
-    text = (shared / "external/satyr/python_stacktraces" / name).read_text()
+def test_every_satyr_python_file_parses(external: Path, name: str) -> None:
+    text = (external / "satyr/python_stacktraces" / name).read_text()
     tbs = parse_text(text)
     assert len(tbs) == 1
     assert tbs[0].frames, name
 
 
-def test_satyr_python_01_figures(shared: Path) -> None:
-    tb = parse_text((shared / "external/satyr/python_stacktraces/python-01").read_text())[0]
+def test_satyr_python_01_figures(external: Path) -> None:
+    tb = parse_text((external / "satyr/python_stacktraces/python-01").read_text())[0]
     assert len(tb.frames) == 11
     assert tb.exception.type == "AttributeError"
     assert tb.exception.message == "'NoneType' object has no attribute 'rsplit'"
 
 
-def test_satyr_python_03_frame_order(shared: Path) -> None:
-    tb = parse_text((shared / "external/satyr/python_stacktraces/python-03").read_text())[0]
+def test_satyr_python_03_frame_order(external: Path) -> None:
+    tb = parse_text((external / "satyr/python_stacktraces/python-03").read_text())[0]
     # innermost first, as satyr orders them
     assert (tb.frames[0].file, tb.frames[0].function) == ("<string>", "<module>")
     assert (tb.frames[1].file, tb.frames[1].function) == ("./test.py", "f")
     assert tb.frames[1].line == 4
 
 
-def test_syntax_error_without_header(shared: Path) -> None:
-    tb = parse_text((shared / "external/satyr/python_stacktraces/python-04").read_text())[0]
+def test_syntax_error_without_header(external: Path) -> None:
+    tb = parse_text((external / "satyr/python_stacktraces/python-04").read_text())[0]
     assert tb.exception.type == "SyntaxError"
     assert tb.frames[0].file == "/usr/bin/python3-mako-render"
     assert tb.frames[0].line == 43

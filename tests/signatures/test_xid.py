@@ -117,3 +117,17 @@ def test_xid_154_recovery_action() -> None:
     assert reset is not None and reset.name == "gpu_reset"
     assert recovery_action("GPU has fallen off the bus.") is None
     assert recovery_action("GPU recovery action changed from 0x0 (None) to 0x9 (Something New)").name == "unknown"
+
+
+def test_corrected_or_harmless_alone_xids_are_context_never_the_root_cause() -> None:
+    from analyzer.events.ingest import build_scanner, events_from_text
+    from analyzer.model import Role
+    from analyzer.signatures.xid import xid_findings
+
+    assert xid_info(92) is not None and xid_info(92).context_only  # type: ignore[union-attr]
+    scanner = build_scanner([])
+    for number in (92, 38):
+        (finding,) = xid_findings(events_from_text(f"[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): {number}", scanner))
+        assert finding.role is Role.CONTEXT, number
+    (dbe,) = xid_findings(events_from_text("[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, name=python", scanner))
+    assert dbe.role is Role.ROOT_CAUSE

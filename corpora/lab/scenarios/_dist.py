@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 from .. import NotReproduced, root_cause
 from ._train_common import DIST
@@ -68,4 +69,44 @@ def run_python_ranks(ctx, p: dict, *, timeout: float = 150, env_per_rank=None):
         if res.timed_out:
             raise NotReproduced(f"rank {r} timed out:\n" + res.output[-2000:])
         ctx.save_text(f"rank{r}.log", res.output)
+    return results
+
+
+def run_torchrun_nodes(
+    ctx,
+    p: dict,
+    script: str = DIST,
+    script_args: list[str] | None = None,
+    *,
+    timeout: float = 240,
+    extra_env: dict | None = None,
+    allow_timeout: bool = False,
+):
+    """One torchrun agent per node (labnode1..N), each in its own UTS + mount namespace with its
+    own host name and job dir (/job/labnodeN), rendezvous on labnode1 (c10d, or static with
+    --node-rank).  Saves labnodeN/console.log and labnodeN/logs/ (with --log-dir).  Returns
+    {host: Result}."""
+    nnodes = p["nnodes"]
+    rdzv = p.get("rdzv", "c10d")
+    env = ctx.env(LAB_TS="1" if p.get("ts") else "0", **(extra_env or {}))
+    args = dist_args(p) if script_args is None else script_args
+    procs = []
+    for node in range(nnodes):
+        host = f"labnode{node + 1}"
+        (ctx.tmp / host).mkdir(exist_ok=True)
+        ctx.write(f"{host}/train.py", script)
+        cmd = [*ctx.launch(p["nproc"], p.get("logging", "tee"), rdzv, nnodes=nnodes, node_rank=node), "train.py", *args]
+        if node and p.get("stagger"):
+            time.sleep(p["stagger"])  # this node's agent joins the rendezvous late
+        procs.append((host, ctx.start(ctx.ns(cmd, hostname=host), env=env, cwd=ctx.tmp / host, out_name=f".{host}.out")))
+    results = {}
+    for host, proc in procs:
+        r = ctx.finish(proc, timeout=timeout)
+        if r.timed_out and not allow_timeout:
+            for _, other in procs:
+                _ = ctx.finish(other, timeout=1)
+            raise NotReproduced(f"{host} timed out:\n" + r.output[-3000:])
+        results[host] = r
+        ctx.save_text(f"{host}/{p.get('console_name', 'console.log')}", r.output)
+        ctx.save_tree(f"{host}/logs", ctx.tmp / host / "logs")
     return results

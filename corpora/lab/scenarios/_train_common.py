@@ -47,6 +47,13 @@ def batch(step, rank, n=16):
     return x, y
 
 
+def load_shard(step, rank):
+    """the next shard of this rank's data (here: the storage behind it stops answering)"""
+    log.info("rank %d: loading shard %d ...", rank, step)
+    time.sleep(args.timeout * 4)
+    return batch(step, rank)
+
+
 def train():
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -60,6 +67,8 @@ def train():
         x, y = batch(step, rank)
         if faulty and step == args.at_step:
             f = args.fault
+            if f == "dataload":                   # this rank stalls in data loading
+                x, y = load_shard(step, rank)
             if f == "valueerror":
                 raise ValueError(f"loss scale must be positive, got {-1.0 * step}")
             if f == "indexerror":

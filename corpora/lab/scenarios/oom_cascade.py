@@ -14,6 +14,7 @@ import re
 import sys
 
 from .. import DmesgWindow, MemCgroup, NotReproduced, Variant, need_in, root_cause
+from ._dist import run_torchrun_nodes
 from ._train_common import LOGGING
 
 NAME = "oom_cascade"
@@ -156,6 +157,13 @@ VARIANTS = [
         dict(nproc=2, victim=1, pattern="spike", timeout=20, logging="console", limit_mb=256, dmesg=None),
         first_rank=1,
     ),
+    V(
+        "leak-4nodes-4x2-victim5-node2-tee-static",
+        "oom_cascade.host_oom_kill",
+        dict(nnodes=4, nproc=2, victim=5, pattern="leak", timeout=15, logging="tee", limit_mb=256, dmesg="raw", rdzv="static"),
+        first_rank=5,
+        first_host="labnode3",
+    ),
 ]
 
 
@@ -164,7 +172,8 @@ def run(ctx, v: Variant):
     cg = MemCgroup(f"pmlab-oom-{v.slug[:20]}", p["limit_mb"] << 20)
     ctx.cleanups.append(cg.cleanup)
     ctx.notes.append(f"memory cgroup {cg.kind}: limit {p['limit_mb']} MB, no swap, victim rank {p['victim']} joined it at start")
-    env = ctx.env(LAB_TS="1" if p.get("ts") else "0", LAB_CGROUP_PROCS=str(cg.procs))
+    extra = {"LAB_CGROUP_PROCS": str(cg.procs)}
+    env = ctx.env(LAB_TS="1" if p.get("ts") else "0", **extra)
     dm = DmesgWindow()
     targs = ["--victim", str(p["victim"]), "--timeout", str(p["timeout"])]
     if p.get("launcher") == "mp.spawn":
@@ -177,6 +186,19 @@ def run(ctx, v: Variant):
         res = ctx.run(ctx.ns([sys.executable, "train.py"]), timeout=150, env=env)
         outs = {"console.log": res.output}
         ff = {"rank": v.first_rank, "host": v.first_host}
+    elif p.get("rdzv") == "static" and p.get("nnodes", 1) > 1:
+        # static rendezvous: node N (labnode<N+1>) runs global ranks N*nproc .. N*nproc+nproc-1
+        res = run_torchrun_nodes(ctx, p, TRAIN, [*targs, "--pattern", p["pattern"]], timeout=240, extra_env=extra)
+        outs = {f"{h}/console.log": r.output for h, r in res.items()}
+        local = p["victim"] % p["nproc"]
+        host = f"labnode{p['victim'] // p['nproc'] + 1}"
+        if host != v.first_host:
+            raise NotReproduced(f"victim rank {p['victim']} is on {host}, the variant says {v.first_host}")
+        need_in(res[host].output, rf"rank\s*:\s*{p['victim']} \(local_rank: {local}\)", r"exitcode\s*:\s*-9")
+        ff = {"rank": p["victim"], "host": host, "local_rank": local}
+        ctx.notes.append(
+            f"the victim is global rank {p['victim']}, local rank {local} on {host} (node index {p['victim'] // p['nproc']})"
+        )
     elif p.get("nnodes", 1) > 1:
         ctx.write("train.py", TRAIN)
         procs = []
