@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from analyzer.pipeline import Options, analyze
@@ -49,8 +49,6 @@ def mutated_file(draw: st.DrawFn) -> tuple[str, bytes]:
     return name, payload
 
 
-# a whole analysis per example: a tenth of the profile's budget (at least the ci one)
-@settings(max_examples=max(40, settings.default.max_examples // 10))
 @given(st.lists(mutated_file(), min_size=1, max_size=4))
 def test_analyze_survives_mutated_corpus_files(files: list[tuple[str, bytes]]) -> None:
     run = Path(tempfile.mkdtemp(prefix="pm-fuzz-"))
