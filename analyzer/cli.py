@@ -65,7 +65,9 @@ def main() -> None:
 @click.option("--max-total-size", default="32G", show_default=True, help="Content read from the whole run dir.")
 @click.option("--time-budget", type=float, default=900.0, show_default=True, help="Seconds for reading the whole run dir.")
 @click.option("--core-budget", type=float, default=300.0, show_default=True, help="Seconds for all cores together.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Processes that scan files (default: the CPUs).")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Processes that scan files (default: the idle CPUs)."
+)
 def analyze(
     run_dir: Path,
     fmt: str,

@@ -236,16 +236,20 @@ def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
 
 
 def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
-    """How many processes to scan with: 1 unless there are several CPUs, several text files and
-    enough bytes to be worth it (`wanted` overrides the CPU count: 1 turns it off)."""
+    """How many processes to scan with: 1 unless there are several idle CPUs, several text files
+    and enough bytes to be worth it (`wanted` sets the number: 1 turns it off)."""
     texts = [s for s in sources if _scanned(s)]
     if len(texts) < 2 or sum(s.size for s in texts) < PARALLEL_MIN_BYTES:
         return 1
+    if wanted is not None:
+        return max(1, min(wanted, len(texts), 8))
     try:
         cpus = len(os.sched_getaffinity(0))
+        busy = os.getloadavg()[0]
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(wanted or cpus, len(texts), 8))
+        cpus, busy = os.cpu_count() or 1, 0.0
+    idle = int(cpus - busy + 0.5)  # CPUs other processes leave free: workers on busy CPUs only add overhead
+    return max(1, min(cpus, idle, len(texts), 8))
 
 
 def ingest_whole_file(src: SourceFile, parser: Parser, out: Ingested) -> None:
