@@ -311,12 +311,16 @@ def ingest(
     n = workers_for(sources, workers)
     ahead: Iterator[_FileResult] | None = None
     pool = None
-    if n > 1 and "fork" in multiprocessing.get_all_start_methods():
+    # not inside a pool's worker (a daemon may not have children: triage runs analyses in pools)
+    if n > 1 and "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon:
         global _worker_scanner
         _worker_scanner = scanner
         tasks = [(s, budget.limits.file_bytes, budget.deadline) for s in sources if _scanned(s)]
-        pool = multiprocessing.get_context("fork").Pool(n)
-        ahead = pool.imap(_worker, tasks, chunksize=1)
+        try:
+            pool = multiprocessing.get_context("fork").Pool(n)
+            ahead = pool.imap(_worker, tasks, chunksize=1)
+        except (OSError, AssertionError):  # no processes to be had: one process reads it all
+            pool, ahead = None, None
     try:
         _ingest_all(sources, scanner, core_timeout, budget, out, ahead)
     finally:

@@ -7,7 +7,6 @@ the renderers in this package turn it into text, JSON, Markdown or HTML.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from analyzer.model import (
     SourceStatus,
     Verdict,
 )
+from analyzer.report.fingerprint import fingerprint
 from analyzer.signatures.loader import category_titles
 from analyzer.signatures.taxonomy import missing_evidence_hints
 
@@ -37,13 +37,6 @@ from analyzer.signatures.taxonomy import missing_evidence_hints
 def normalize_text(text: str) -> str:
     """The words of a line with numbers, hex, paths and source files masked (as the classifier sees them)."""
     return " ".join(normalize_words(text))[:200]
-
-
-def fingerprint(category: str, subcategory: str | None, findings: list[Finding]) -> str:
-    sigs = sorted({f.signature for f in findings})
-    texts = sorted({normalize_text(f.event.message) for f in findings})[:3]
-    raw = "|".join([category, subcategory or "", *sigs, *texts])
-    return hashlib.sha1(raw.encode("utf-8")).hexdigest()[:16]
 
 
 def build_report(
@@ -76,7 +69,8 @@ def build_report(
         else:  # the classifier's call from the whole picture, with no line that names the cause
             title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
         explanation = "; ".join(decision.notes) or "no signature explains this failure"
-    fp = fingerprint(decision.category.value, decision.subcategory, decision.root_findings[:5])
+    hosts = {e.host for e in events if e.host} | {s.host for s in sources if s.host}
+    fp = fingerprint(decision.category.value, decision.subcategory, decision.root, hosts)
     verdict = Verdict(
         category=decision.category,
         subcategory=decision.subcategory,

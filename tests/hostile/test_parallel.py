@@ -46,3 +46,18 @@ def test_the_run_dir_limit_is_the_same_in_parallel(tmp_path: Path, monkeypatch: 
     two = render(analyze(tmp_path, Options(workers=3, limits=limits)), "json")
     assert json.loads(one) == json.loads(two)
     assert "size limit for the whole run dir" in one
+
+
+def _in_a_daemon(run: str) -> str:
+    return render(analyze(Path(run), Options(workers=2)), "json")
+
+
+def test_inside_a_pool_worker_one_process_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    for i in range(3):
+        (tmp_path / f"rank{i}.log").write_text("step 1\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+    monkeypatch.setattr(ingest_mod, "PARALLEL_MIN_BYTES", 0)
+    with multiprocessing.get_context("fork").Pool(1) as pool:  # its workers are daemons
+        out = pool.apply(_in_a_daemon, (str(tmp_path),))
+    assert json.loads(out) == json.loads(render(analyze(tmp_path, Options(workers=1)), "json"))
