@@ -7,6 +7,7 @@ Exit codes: 0 done; 1 the check found problems (signatures check, eval below --m
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -36,6 +37,16 @@ def _refuse_inside(run_dir: Path, output: Path | None) -> None:
     raise click.UsageError(f"-o {output}: postmortem never writes inside the run dir; choose another place")
 
 
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(text: str, option: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.I)
+    if not m:
+        raise click.BadParameter(f"{text!r}: a size such as 512M or 2G", param_hint=option)
+    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="postmortem")
 def main() -> None:
@@ -52,6 +63,13 @@ def main() -> None:
 @click.option("--color/--no-color", default=None, help="Color in the terminal report (default: when a terminal).")
 @click.option("-v", "--verbose", is_flag=True, help="Text format: list every evidence line and timeline event.")
 @click.option("--width", type=click.IntRange(40, 1000), help="Text format: columns (default: the terminal's).")
+@click.option("--max-file-size", default="2G", show_default=True, help="Content read per file (decompressed), e.g. 512M, 2G.")
+@click.option("--max-total-size", default="32G", show_default=True, help="Content read from the whole run dir.")
+@click.option("--time-budget", type=float, default=900.0, show_default=True, help="Seconds for reading the whole run dir.")
+@click.option("--core-budget", type=float, default=300.0, show_default=True, help="Seconds for all cores together.")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Processes that scan files (default: the idle CPUs)."
+)
 def analyze(
     run_dir: Path,
     fmt: str,
@@ -62,9 +80,15 @@ def analyze(
     color: bool | None,
     verbose: bool,
     width: int | None,
+    max_file_size: str,
+    max_total_size: str,
+    time_budget: float,
+    core_budget: float,
+    jobs: int | None,
 ) -> None:
     """Name the root cause of the failed job that left RUN_DIR (a directory, one log file, or an
     archive of a run dir: .tar, .tar.gz/.tgz, .tar.xz, .tar.bz2, .tar.zst, .zip, read in place)."""
+    from analyzer.events.ingest import Limits
     from analyzer.pipeline import Options
     from analyzer.pipeline import analyze as run
     from analyzer.report import render
@@ -72,7 +96,13 @@ def analyze(
 
     _refuse_inside(run_dir, output)
     try:
-        report = run(run_dir, Options(follow_symlinks=follow_symlinks, core_timeout=core_timeout, redact=not no_redact))
+        limits = Limits(
+            _size(max_file_size, "--max-file-size"), _size(max_total_size, "--max-total-size"), time_budget, core_budget
+        )
+        opts = Options(
+            follow_symlinks=follow_symlinks, core_timeout=core_timeout, redact=not no_redact, limits=limits, workers=jobs
+        )
+        report = run(run_dir, opts)
     except RunDirError as exc:
         click.echo(f"postmortem: {exc}", err=True)
         sys.exit(2)
@@ -80,7 +110,22 @@ def analyze(
         click.echo(f"postmortem: {run_dir}: no files in this directory; give the directory the job wrote its logs to", err=True)
         sys.exit(2)
     use_color = (sys.stdout.isatty() if color is None else color) and output is None
-    _write(render(report, fmt, color=use_color, width=width, verbose=verbose), output)
+    text = render(report, fmt, color=use_color, width=width, verbose=verbose)
+    if output is None:
+        _write(text, None)
+        return
+    from analyzer.output import OutputRefused, write_outside
+
+    try:  # checked again on the very file system objects, and written atomically
+        write_outside(text, output, run_dir)
+    except OutputRefused as exc:
+        click.echo(f"postmortem: -o {exc}", err=True)
+        sys.exit(2)
+    click.echo(f"wrote {_shown(output)}", err=True)
+
+
+def _shown(path: Path) -> str:
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 @main.command()

@@ -7,6 +7,7 @@ carried inside the package (hatchling force-include maps them to analyzer/_data/
 from __future__ import annotations
 
 import os
+import stat
 from functools import cache
 from pathlib import Path
 
@@ -36,16 +37,29 @@ def report_schema_path() -> Path:
 def cache_dir(kind: str) -> Path | None:
     """A private cache directory (created 0700, owned by the user) for built artefacts of our own
     data: compiled grammars, the compiled scan database. None when there is none to be had, or
-    when POSTMORTEM_NO_CACHE is set; nothing from a run dir is ever cached."""
+    when POSTMORTEM_NO_CACHE is set; nothing from a run dir is ever cached.
+
+    Every directory on the way (after symlinks are resolved) must be owned by the user or root
+    and not writable by group or others, except a sticky one such as /tmp, where nobody else can
+    rename or remove what the user made: otherwise someone else could swap the entries."""
     if os.environ.get("POSTMORTEM_NO_CACHE"):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     path = Path(base) / "postmortem" / kind
     try:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        st = path.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        real = path.resolve(strict=True)
+        if not all(_private_dir(d, last=d == real) for d in (real, *real.parents)):
             return None  # never load a cache someone else could have written
-        return path
-    except OSError:
+        return real
+    except (OSError, RuntimeError):
         return None
+
+
+def _private_dir(path: Path, last: bool) -> bool:
+    st = os.stat(path, follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (os.getuid(), 0):
+        return False
+    if last:
+        return st.st_uid == os.getuid() and not st.st_mode & 0o022
+    return not st.st_mode & 0o022 or bool(st.st_mode & stat.S_ISVTX)

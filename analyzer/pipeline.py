@@ -8,7 +8,7 @@ then the model) -> report (build) -> redact.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analyzer.classify.abstain import candidates, failure_evidence, finished, mark_logged
@@ -19,10 +19,10 @@ from analyzer.classify.rules import Decision, core_context, decide
 from analyzer.correlate import correlate
 from analyzer.correlate.jobs import several_jobs
 from analyzer.correlate.order import finding_key
-from analyzer.events.ingest import build_scanner, ingest
+from analyzer.events.ingest import Limits, build_scanner, ingest
 from analyzer.events.normalize import normalize
 from analyzer.model import Category, Event, Finding, Report, Role, SourceInfo, SourceKind, SourceStatus
-from analyzer.redact import redact
+from analyzer.redact import redact, redact_text, redact_together
 from analyzer.report.build import build_report, fingerprint, first_rank, normalize_text
 from analyzer.signatures.loader import Signature, database, line_patterns
 from analyzer.signatures.matcher import find
@@ -38,6 +38,8 @@ class Options:
     core_timeout: float = 60.0
     redact: bool = True
     max_evidence: int = 40
+    limits: Limits = field(default_factory=Limits)  # sizes read and time spent (see events.ingest)
+    workers: int | None = None  # processes that scan text files (None: the CPUs, when worth it; 1: one)
 
 
 @dataclass
@@ -67,7 +69,9 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     opts = options or Options()
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
-    ingested = ingest(sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout)
+    ingested = ingest(
+        sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout, limits=opts.limits, workers=opts.workers
+    )
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
     job = correlate(mark_logged(normalized))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
@@ -110,5 +114,17 @@ def analyze(
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
     decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported))
+    if opts.redact:  # the redaction stage: before anything is cut or rendered
+        a, decision = redact_stage(a, decision)
     report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)
     return redact(report) if opts.redact else report
+
+
+def redact_stage(a: Analysis, decision: Decision) -> tuple[Analysis, Decision]:
+    """Every string the report is built from (event texts and messages, finding summaries, file
+    names, notes) with its secrets redacted, whole, before any of it is cut."""
+    events, findings, sources, warnings, rule, new = redact_together(
+        a.events, a.findings, a.sources, a.warnings, a.rule, decision
+    )
+    run_dir = Path(redact_text(str(a.run_dir)))
+    return replace(a, run_dir=run_dir, events=events, findings=findings, sources=sources, warnings=warnings, rule=rule), new

@@ -12,6 +12,10 @@ into rank (r + k) mod N, where r is the case's first failing rank (0 when unknow
 number of rank logs.  ``--console tee`` (the default) also writes the inserted lines into the
 launcher console with torchrun's ``[default<rank>]:`` prefix at the same relative point, as
 ``torchrun --tee 3`` does; ``keep`` leaves the console as it is and ``drop`` removes it.
+``--ending went-on`` (the default) keeps the background's later lines after the inserted ones, so
+the job still goes on and its launcher still says it finished; ``--ending died`` makes the job
+die where the case's lines are: every rank log and the console end at that point (the failing
+ranks' logs with the case's lines), so no later training line or "successfully finished" follows.
 
 A verdict is right when its category equals the label's; for a case whose ``case.yaml`` says
 ``decidable: false`` (the logs alone cannot name the cause) ``unknown`` is right too.  The report
@@ -141,15 +145,15 @@ def _read_lines(path: Path) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def _insert(lines: list[str], new: list[str], at: float) -> list[str]:
+def _insert(lines: list[str], new: list[str], at: float, died: bool = False) -> list[str]:
     if lines and not lines[-1].endswith("\n"):
         lines = [*lines[:-1], lines[-1] + "\n"]
     cut = int(len(lines) * at)
     block = [ln if ln.endswith("\n") else ln + "\n" for ln in new]
-    return lines[:cut] + block + lines[cut:]
+    return lines[:cut] + block + ([] if died else lines[cut:])
 
 
-def bury(case: Case, background: Path, dest: Path, console: str = "tee") -> dict[str, str]:
+def bury(case: Case, background: Path, dest: Path, console: str = "tee", ending: str = "went-on") -> dict[str, str]:
     """Copy BACKGROUND to DEST and insert the case's lines; returns case file -> rank log used."""
     shutil.copytree(background, dest, symlinks=False)
     ranks = rank_logs(dest)
@@ -162,22 +166,30 @@ def bury(case: Case, background: Path, dest: Path, console: str = "tee") -> dict
     console_lines = _read_lines(console_path) if console_path.is_file() else None
     placed: dict[str, str] = {}
     tee_block: list[str] = []
+    died = ending == "died"
     for k, src in enumerate(case.files):
         rank = order[(start + k) % len(order)]
         target = dest / ranks[rank]
         new = _read_lines(src)
-        target.write_text("".join(_insert(_read_lines(target), new, INSERT_AT)), encoding="utf-8")
+        target.write_text("".join(_insert(_read_lines(target), new, INSERT_AT, died)), encoding="utf-8")
         placed[src.relative_to(case.path).as_posix()] = ranks[rank].as_posix()
         tee_block += [f"[default{rank}]:{ln}" for ln in new]
     if console_lines is not None:
         if console == "drop":
             console_path.unlink()
         elif console == "tee":
-            console_path.write_text("".join(_insert(console_lines, tee_block, INSERT_AT)), encoding="utf-8")
+            console_path.write_text("".join(_insert(console_lines, tee_block, INSERT_AT, died)), encoding="utf-8")
+    if died:  # the ranks that printed none of the case's lines stop there too
+        for rank in order:
+            if ranks[rank].as_posix() not in placed.values():
+                target = dest / ranks[rank]
+                target.write_text("".join(_insert(_read_lines(target), [], INSERT_AT, True)), encoding="utf-8")
     return placed
 
 
-def score(cases: list[Case], background: Path | None, postmortem: list[str], console: str, cases_dir: Path) -> Report:
+def score(
+    cases: list[Case], background: Path | None, postmortem: list[str], console: str, cases_dir: Path, ending: str = "went-on"
+) -> Report:
     report = Report(cases_dir=str(cases_dir), background=str(background) if background else None)
     for case in cases:
         pred = analyze(case.path, postmortem)
@@ -185,7 +197,7 @@ def score(cases: list[Case], background: Path | None, postmortem: list[str], con
         if background is not None:
             with tempfile.TemporaryDirectory(prefix="heldout-") as tmp:
                 run_dir = Path(tmp) / case.case_id
-                bury(case, background, run_dir, console)
+                bury(case, background, run_dir, console, ending)
                 row.buried = analyze(run_dir, postmortem)
                 row.buried_right = is_right(case, row.buried)
         report.rows.append(row)
@@ -315,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument(
         "--console", choices=["tee", "keep", "drop"], default="tee", help="what to do with the background's console.log"
     )
+    sc.add_argument(
+        "--ending",
+        choices=["went-on", "died"],
+        default="went-on",
+        help="went-on: the background's later lines stay after the case's; died: every log ends where the case's lines are",
+    )
     sc.add_argument("--format", choices=["text", "json"], default="text")
     sc.add_argument("-o", "--output", type=Path, default=None, help="write the report here instead of stdout")
     rd = sub.add_parser("render", help="print a JSON report written by 'score --format json' as text or Markdown")
@@ -352,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         print(f"error: no */case.yaml under {a.cases_dir}", file=sys.stderr)
         return 2
-    report = score(cases, a.buried, _postmortem_cmd(), a.console, a.cases_dir)
+    report = score(cases, a.buried, _postmortem_cmd(), a.console, a.cases_dir, a.ending)
     summ = summary(report)
     if a.format == "json":
         text = json.dumps({"summary": summ, "rows": [asdict(r) for r in report.rows]}, indent=2) + "\n"

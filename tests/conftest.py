@@ -9,6 +9,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# fuzz budgets: `ci` (the default) is bounded so the suite stays quick; `long` is for a run on
+# demand: python -m pytest tests/fuzz --hypothesis-profile=long --hypothesis-show-statistics
+_FUZZ = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=40, derandomize=True, **_FUZZ)  # type: ignore[arg-type]
+settings.register_profile("long", max_examples=3000, **_FUZZ)  # type: ignore[arg-type]
+settings.load_profile(os.environ.get("POSTMORTEM_HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]
 _CACHE: str | None = None

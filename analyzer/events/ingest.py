@@ -5,8 +5,11 @@ Every problem with a file becomes a note on its `sources` entry and the analysis
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -16,10 +19,10 @@ from analyzer.parse.core_event import core_events
 from analyzer.parse.prefix import Prefix, split_prefix
 from analyzer.parse.registry import for_source, parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
-from analyzer.scan.scanner import Hit
+from analyzer.scan.scanner import MAX_REGIONS, Hit
 from analyzer.sources.discover import SourceFile
 from analyzer.sources.flight_recorder import read_dump
-from analyzer.sources.reader import ReadProblem, iter_chunks, read_text_limited
+from analyzer.sources.reader import ReadProblem, ReadStats, iter_chunks, read_text_limited
 
 SIGNATURE_OWNER = "signatures"
 CONTEXT_OWNER = "context"
@@ -58,6 +61,36 @@ OUTCOME_PATTERN = (
     r"|Process \d+ exits successfully"  # deepspeed/launcher/launch.py
 )
 WHOLE_FILE_LIMIT = 16 << 20
+GDB_TEXT_LIMIT = 4 << 20  # a saved backtrace; more is a flood of frames, parsed in quadratic-ish time
+
+
+@dataclass
+class Limits:
+    """Bounds on one analysis; each one hit becomes a note on the files it left out."""
+
+    file_bytes: int = 2 << 30  # content (decompressed) bytes read per file
+    total_bytes: int = 32 << 30  # content bytes read from the whole run dir
+    time_budget: float = 900.0  # seconds for the whole reading of the run dir
+    core_budget: float = 300.0  # seconds for all cores together (each also has its own timeout)
+
+
+@dataclass
+class _Budget:
+    limits: Limits
+    start: float = field(default_factory=time.monotonic)
+    bytes_left: int = 0
+    core_seconds_left: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.bytes_left = self.limits.total_bytes
+        self.core_seconds_left = self.limits.core_budget
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.limits.time_budget
+
+    def file_limit(self) -> int:
+        return max(0, min(self.limits.file_bytes, self.bytes_left))
 
 
 @dataclass
@@ -239,34 +272,112 @@ def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
     return False
 
 
-def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested) -> None:
+@dataclass
+class _FileResult:
+    events: list[Event]
+    info: SourceInfo
+    bytes_read: int
+    limit_hit: bool
+
+
+def _scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, deadline: float) -> _FileResult:
+    """Scan and parse one text file within `limit` content bytes and `deadline`."""
+    stats = ReadStats(limit_name="the size limit per file" if per_file else "the size limit for the whole run dir")
+    if time.monotonic() > deadline:
+        info = SourceInfo(
+            src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "not read: the time budget was spent", src.rank, src.host
+        )
+        return _FileResult([], info, 0, False)
+    chunks = iter_chunks(
+        src.path,
+        src.compression,
+        stats=stats,
+        limit=limit,
+        deadline=deadline,
+        expect=src.file_id,
+        follow=src.via_symlink,
+        member=src.member,
+    )
     try:
-        result = scanner.scan(iter_chunks(src.path, src.compression, member=src.member))
-        status, note = SourceStatus.PARSED, ""
+        result = scanner.scan(chunks)
     except ReadProblem as exc:
-        result = None
-        status, note = SourceStatus.ERROR, str(exc)
-    if result is None:
-        out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, status, note, src.rank, src.host))
-        return
-    notes = []
+        info = SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host)
+        return _FileResult([], info, stats.bytes, False)
+    notes = stats.notes()
     if result.dropped:
         notes.append(f"{result.dropped} more interesting lines not parsed (limit reached)")
+    if result.not_examined:
+        notes.append(
+            f"{result.not_examined} line(s) after line {result.capped_at} not examined (the limit of "
+            f"{MAX_REGIONS} interesting lines per file was reached)"
+        )
     if result.long_lines:
         notes.append(f"{result.long_lines} very long line{'s' if result.long_lines != 1 else ''} cut at 64 KiB")
     events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
-    out.events.extend(events)
-    out.sources.append(SourceInfo(src.rel, src.kind, src.size, result.lines, status, "; ".join(notes), src.rank, src.host))
+    info = SourceInfo(src.rel, src.kind, src.size, result.lines, SourceStatus.PARSED, "; ".join(notes), src.rank, src.host)
+    return _FileResult(events, info, stats.bytes, bool(stats.limit_hit))
+
+
+def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _Budget | None = None) -> None:
+    budget = budget or _Budget(Limits())
+    limit = budget.file_limit()
+    r = _scan_file(src, scanner, limit, limit >= budget.limits.file_bytes, budget.deadline)
+    _take(r, out, budget)
+
+
+def _take(r: _FileResult, out: Ingested, budget: _Budget) -> None:
+    budget.bytes_left -= r.bytes_read
+    out.events.extend(r.events)
+    out.sources.append(r.info)
+
+
+# --- both cores: text files scanned in worker processes, merged in the run dir's order ----------
+
+PARALLEL_MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
+_worker_scanner: Scanner | None = None
+
+
+def _scanned(src: SourceFile) -> bool:
+    """A file read by the scan (not a core, not one that its parser reads whole)."""
+    if src.status != SourceStatus.PENDING or src.kind is SourceKind.CORE_DUMP:
+        return False
+    parser = for_source(src.kind)
+    return parser is None or parser.whole_file is None
+
+
+def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
+    src, limit, deadline = task
+    assert _worker_scanner is not None
+    return _scan_file(src, _worker_scanner, limit, True, deadline)
+
+
+def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
+    """How many processes to scan with: 1 unless there are several idle CPUs, several text files
+    and enough bytes to be worth it (`wanted` sets the number: 1 turns it off)."""
+    texts = [s for s in sources if _scanned(s)]
+    if len(texts) < 2 or sum(s.size for s in texts) < PARALLEL_MIN_BYTES:
+        return 1
+    if wanted is not None:
+        return max(1, min(wanted, len(texts), 8))
+    try:
+        cpus = len(os.sched_getaffinity(0))
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        cpus, busy = os.cpu_count() or 1, 0.0
+    idle = int(cpus - busy + 0.5)  # CPUs other processes leave free: workers on busy CPUs only add overhead
+    return max(1, min(cpus, idle, len(texts), 8))
 
 
 def ingest_whole_file(src: SourceFile, parser: Parser, out: Ingested) -> None:
-    """A file its parser reads as a whole (a torchelastic error.json, a saved gdb backtrace)."""
+    """A file its parser reads as a whole (a torchelastic error.json, a saved gdb backtrace),
+    within a size limit (a saved backtrace: less, its parsing is not linear)."""
     assert parser.whole_file is not None
-    text, cut = read_text_limited(src.path, src.compression, WHOLE_FILE_LIMIT, member=src.member)
+    limit = GDB_TEXT_LIMIT if src.kind is SourceKind.GDB_BACKTRACE else WHOLE_FILE_LIMIT
+    text, cut = read_text_limited(src.path, src.compression, limit, expect=src.file_id, follow=src.via_symlink, member=src.member)
     events, problem = parser.whole_file(text, src.rel, src.rank, src.host)
     out.events.extend(_with_source_kind(ev, src.kind) for ev in events)
     status = SourceStatus.ERROR if problem else SourceStatus.PARSED
-    note = problem or ("cut at 16 MiB" if cut else "")
+    note = problem or (f"cut at {limit >> 20} MiB" if cut else "")
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, text.count("\n") + 1, status, note, src.rank, src.host))
 
 
@@ -329,9 +440,52 @@ def ingest_core(src: SourceFile, out: Ingested, core_timeout: float) -> None:
 _CORE_NAME = re.compile(r"(?:^|/)core(?:[._-][\w.-]*)?$")
 
 
-def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60.0) -> Ingested:
+def ingest(
+    sources: list[SourceFile],
+    scanner: Scanner,
+    core_timeout: float = 60.0,
+    limits: Limits | None = None,
+    workers: int | None = None,
+) -> Ingested:
+    """Every file's events and notes, in the order of `sources`. Text files are scanned in
+    `workers` processes when the run dir is big enough (see `workers_for`); the results are
+    merged in order and are the same as one process gives."""
     out = Ingested()
+    budget = _Budget(limits or Limits())
+    n = workers_for(sources, workers)
+    ahead: Iterator[_FileResult] | None = None
+    pool = None
+    # not inside a pool's worker (a daemon may not have children: triage runs analyses in pools)
+    if n > 1 and "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon:
+        global _worker_scanner
+        _worker_scanner = scanner
+        tasks = [(s, budget.limits.file_bytes, budget.deadline) for s in sources if _scanned(s)]
+        try:
+            pool = multiprocessing.get_context("fork").Pool(n)
+            ahead = pool.imap(_worker, tasks, chunksize=1)
+        except (OSError, AssertionError):  # no processes to be had: one process reads it all
+            pool, ahead = None, None
+    try:
+        _ingest_all(sources, scanner, core_timeout, budget, out, ahead)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+    return out
+
+
+def _ingest_all(
+    sources: list[SourceFile],
+    scanner: Scanner,
+    core_timeout: float,
+    budget: _Budget,
+    out: Ingested,
+    ahead: Iterator[_FileResult] | None,
+) -> None:
     for src in sources:
+        # a text file read ahead by a worker: its result is taken in this order, as one process
+        # would have read it (read again here only when the run dir's size limit cuts it)
+        early = next(ahead) if ahead is not None and _scanned(src) else None
         if src.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
             note = src.note
             if src.status == SourceStatus.SKIPPED and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:
@@ -339,15 +493,39 @@ def ingest(sources: list[SourceFile], scanner: Scanner, core_timeout: float = 60
                 out.warnings.append(f"{src.rel}: {note}")
             out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, src.status, note, src.rank, src.host))
             continue
-        if src.kind is SourceKind.CORE_DUMP:
-            ingest_core(src, out, core_timeout)
+        left = budget.deadline - time.monotonic()
+        if (left <= 0 and early is None) or budget.bytes_left <= 0:
+            why = "the time budget" if budget.bytes_left > 0 else "the size limit for the whole run dir"
+            out.sources.append(
+                SourceInfo(
+                    src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, f"not read: {why} was spent", src.rank, src.host
+                )
+            )
+            continue
+        if early is not None:
+            fits = budget.bytes_left >= budget.limits.file_bytes or (
+                early.bytes_read <= budget.bytes_left and not early.limit_hit
+            )
+            if fits:
+                _take(early, out, budget)
+            else:
+                ingest_text_file(src, scanner, out, budget)
+        elif src.kind is SourceKind.CORE_DUMP:
+            allowed = min(core_timeout, budget.core_seconds_left, left)
+            if allowed < 1.0:
+                note = f"not analyzed: the time budget for cores ({budget.limits.core_budget:g} s) was spent"
+                out.sources.append(SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, note, src.rank, src.host))
+                out.warnings.append(f"{src.rel}: core {note}")
+                continue
+            began = time.monotonic()
+            ingest_core(src, out, allowed)
+            budget.core_seconds_left -= time.monotonic() - began
         elif src.kind is SourceKind.FLIGHT_RECORDER:
             ingest_flight_recorder(src, out)
         elif (parser := for_source(src.kind)) is not None and parser.whole_file is not None:
             ingest_whole_file(src, parser, out)
         else:
-            ingest_text_file(src, scanner, out)
-    return out
+            ingest_text_file(src, scanner, out, budget)
 
 
 def events_from_text(text: str, scanner: Scanner, file: str = "<text>") -> list[Event]:

@@ -50,7 +50,7 @@ def signal_name(value: int | str | None) -> str | None:
     if value is None:
         return None
     text = str(value).strip()
-    if text.isdigit():
+    if text.isdecimal():
         return SIGNAL_NAMES.get(int(text), f"SIG{text}")
     return text or None
 

@@ -58,12 +58,12 @@ def normalize_pci(ref: str) -> str:
 
 def _int(text: str) -> int | None:
     text = text.strip("'")
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isdecimal() else None
 
 
 def _kb(text: str) -> int | None:
     digits = text.removesuffix("kB").replace(",", "")
-    return int(digits) if digits.isdigit() else None
+    return int(digits) if digits.isdecimal() else None
 
 
 _SIGNAL_OF_TRAP = (

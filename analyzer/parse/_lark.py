@@ -1,9 +1,10 @@
 """Loading of the Lark grammars, compiled once per process.
 
 Building an LALR parser from a grammar costs tens to hundreds of milliseconds, which is most of a
-small analysis. The built parser is cached in the user's own cache directory (created 0700,
-keyed by a hash of the grammar and options) so later runs load it instead of building it; when
-no private cache directory can be made, nothing is cached.
+small analysis. The built parser's tables are cached as JSON (never pickle: Lark's own `cache=`
+unpickles its file) in the user's private cache directory, keyed by a hash of the grammar, the
+options and Lark's version, and checked against their content hash before use (see
+`analyzer.cachefile`). When no private cache directory can be made, nothing is cached.
 """
 
 from __future__ import annotations
@@ -12,9 +13,36 @@ import hashlib
 from functools import cache
 from typing import Any
 
+import lark
 from lark import Lark
+from lark.grammar import Rule
+from lark.lexer import TerminalDef
 
+from analyzer.cachefile import read_json, write_json
 from analyzer.paths import cache_dir, grammar_path
+
+
+def _encode(obj: Any) -> Any:
+    """Lark's serialized tables as JSON: tuples and dicts (whose keys may be ints) are tagged."""
+    if isinstance(obj, dict):
+        return {"d": [[_encode(k), _encode(v)] for k, v in obj.items()]}
+    if isinstance(obj, tuple):
+        return {"t": [_encode(v) for v in obj]}
+    if isinstance(obj, list):
+        return [_encode(v) for v in obj]
+    if obj is None or isinstance(obj, bool | int | str):
+        return obj
+    raise TypeError(f"cannot cache a {type(obj).__name__}")
+
+
+def _decode(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        if "d" in obj:
+            return {_decode(k): _decode(v) for k, v in obj["d"]}
+        return tuple(_decode(v) for v in obj["t"])
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    return obj
 
 
 @cache
@@ -22,8 +50,21 @@ def load_parser(stem: str, start: str = "start", parser: str = "lalr", **options
     """The compiled parser of grammars/<stem>.lark."""
     text = grammar_path(stem).read_text(encoding="utf-8")
     kwargs: dict[str, Any] = dict(start=start, parser=parser, maybe_placeholders=False, **options)
-    directory = cache_dir("lark") if parser == "lalr" else None
-    if directory is not None:
-        key = hashlib.sha256((text + repr(sorted(kwargs.items()))).encode()).hexdigest()[:24]
-        kwargs["cache"] = str(directory / f"{stem}-{key}.lark")
-    return Lark(text, **kwargs)
+    directory = cache_dir("lark") if parser == "lalr" and not options else None
+    if directory is None:
+        return Lark(text, **kwargs)
+    key = hashlib.sha256((lark.__version__ + "\0" + text + repr(sorted(kwargs.items()))).encode()).hexdigest()[:24]
+    name = f"{stem}-{key}.json"
+    stored = read_json(directory, name)
+    if stored is not None:
+        try:
+            return Lark.load(_decode(stored))
+        except Exception:  # a stale or odd entry (the hash matched: written by us): rebuild
+            pass
+    built = Lark(text, **kwargs)
+    try:
+        data, memo = built.memo_serialize([TerminalDef, Rule])
+        write_json(directory, name, _encode({"data": data, "memo": memo}))
+    except TypeError:
+        pass
+    return built

@@ -92,7 +92,7 @@ class NcclTransformer(Transformer[Token, Any]):
             ("nNodes", "nnodes"),
             ("localRank", "local_rank"),
         ):
-            if key in pairs and pairs[key].lstrip("-").isdigit():
+            if key in pairs and pairs[key].lstrip("-").isdecimal():
                 fields[name] = int(pairs[key])
         if "busId" in pairs:
             fields["bus_id"] = normalize_bus_id(pairs["busId"])
@@ -250,7 +250,7 @@ class NcclTransformer(Transformer[Token, Any]):
         out: dict[str, Any] = {}
         for key, value in items:
             value = value.strip()
-            out[names.get(key, key)] = int(value) if value.isdigit() else value
+            out[names.get(key, key)] = int(value) if value.isdecimal() else value
         return out
 
     def work_item(self, key: Token, value: Token) -> tuple[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 from analyzer.parse.base import event_data
 from analyzer.parse.registry import by_name, for_source
 from analyzer.sources.discover import sniff
-from analyzer.sources.reader import compression_of, read_head, read_text_limited
+from analyzer.sources.reader import ReadProblem, compression_of, open_regular, read_head, read_text_limited
 
 __all__ = ["dump_file", "event_dict"]
 
@@ -17,8 +17,11 @@ event_dict = event_data  # the one event serializer, under its former name
 
 def dump_file(kind: str, path: Path) -> dict[str, Any]:
     """KIND: a parser's stem or alias, or `auto` (the parser of the sniffed kind of file)."""
-    with path.open("rb") as raw:
-        compression = compression_of(raw.read(8))
+    try:
+        with open_regular(path, follow=True) as raw:  # a FIFO or device is refused, not waited on
+            compression = compression_of(raw.read(8))
+    except ReadProblem as exc:
+        raise ValueError(f"{path}: {exc}") from exc
     text, _ = read_text_limited(path, compression)
     if kind == "auto":
         found = for_source(sniff(read_head(path), path.name))

@@ -18,6 +18,7 @@ from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.parse._lark import load_parser
 from analyzer.parse.base import GrammarParser, Region, Trigger, event_data, region_events, unparsed
 from analyzer.parse.prefix import split_prefix
+from analyzer.sources import safe_json
 
 TRIGGERS = (
     Trigger(r"^(?:\S+\s)?\s*(?:Root Cause \(first observed failure\):|Failures:)\s*$", block=80),
@@ -246,25 +247,51 @@ def _summary_events(region: Region) -> list[Event]:
     return events
 
 
+# seconds since the epoch that a job can have written: 1990 .. 2200
+_MIN_TS, _MAX_TS = 631152000, 7258118400
+
+
+def _timestamp(value: object) -> float | None:
+    """torchelastic's timestamp (an int, or a string of ASCII digits); None for anything else or
+    a value no clock gives (huge, negative)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        value = value.strip()
+        if not (value.isascii() and value.isdigit()) or len(value) > 12:
+            return None
+        value = int(value)
+    if isinstance(value, int | float) and _MIN_TS <= value <= _MAX_TS:
+        return float(value)
+    return None
+
+
 def parse_error_json(text: str, file: str, rank: int | None, host: str | None) -> list[Event]:
-    """A torchelastic error.json (`@record`): the message and the Python call stack."""
+    """A torchelastic error.json (`@record`): the message and the Python call stack. Parsed
+    within bounds (size, depth) and type-checked: a field of an unexpected type is ignored."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        return [Event(kind=EventKind.UNPARSED, loc=Location(file, 1), text=text[:200], message="invalid JSON in error file")]
+        data = safe_json.loads(text)
+    except ValueError as exc:
+        why = "invalid JSON in error file" if not isinstance(exc, safe_json.JSONLimit) else f"error file not parsed: {exc}"
+        return [Event(kind=EventKind.UNPARSED, loc=Location(file, 1), text=text[:200], message=why)]
     message = data.get("message", data) if isinstance(data, dict) else data
     extra: dict[str, Any] = {}
     if isinstance(message, dict):
-        extra = message.get("extraInfo", {}) or {}
+        raw_extra = message.get("extraInfo")
+        extra = raw_extra if isinstance(raw_extra, dict) else {}
         message = message.get("message", "")
-    text_msg = str(message)
+    text_msg = message if isinstance(message, str) else json.dumps(message)[:4096]
     last = text_msg.strip().splitlines()[-1] if text_msg.strip() else ""
-    fields: dict[str, Any] = {"py_callstack": extra.get("py_callstack"), "timestamp": extra.get("timestamp"), "error_json": True}
+    callstack = extra.get("py_callstack")
+    fields: dict[str, Any] = {
+        "py_callstack": callstack if isinstance(callstack, str) else None,
+        "timestamp": extra.get("timestamp") if isinstance(extra.get("timestamp"), str | int) else None,
+        "error_json": True,
+    }
     m = re.match(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$", last)
     if m:
         fields["exception_type"] = m.group(1)
         fields["exception_message"] = m.group(2) or ""
-    ts = extra.get("timestamp")
     return [
         Event(
             kind=EventKind.TRACEBACK if m else EventKind.LINE,
@@ -273,7 +300,7 @@ def parse_error_json(text: str, file: str, rank: int | None, host: str | None) -
             message=last,
             rank=rank,
             host=host,
-            time=float(ts) if isinstance(ts, (int, float, str)) and str(ts).isdigit() else None,
+            time=_timestamp(extra.get("timestamp")),
             fields=fields,
         )
     ]

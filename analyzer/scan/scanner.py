@@ -24,15 +24,14 @@ agree. A line longer than MAX_LINE is scanned, and kept, up to MAX_LINE bytes on
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analyzer.cachefile import read_entry, read_json, write_entry, write_json
 from analyzer.paths import cache_dir
 from analyzer.scan.lines import added_before, needs_view, terminal_view, view_offset
 from analyzer.scan.portable import PyMatcher
@@ -73,8 +72,10 @@ class ScanResult:
     hits: list[Hit] = field(default_factory=list)
     lines: int = 0
     bytes: int = 0
-    dropped: int = 0  # hits beyond MAX_REGIONS
+    dropped: int = 0  # hits beyond MAX_REGIONS in the chunk that reached it
     long_lines: int = 0
+    capped_at: int = 0  # the line where MAX_REGIONS was reached (0: never)
+    not_examined: int = 0  # lines after the chunk that reached MAX_REGIONS, not looked at
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
@@ -224,31 +225,37 @@ class Scanner:
         return left
 
     def _load_hs(self, directory: Path, key: str) -> list[int] | None:
+        """The cached database, only after its entry passed its checks (owner, mode, content
+        hash: see analyzer.cachefile); a native database is never handed to Hyperscan unchecked."""
         assert _hs is not None
-        meta_path, db_path = directory / f"{key}.json", directory / f"{key}.hsdb"
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            db = _hs.loadb(db_path.read_bytes(), _hs.HS_MODE_BLOCK)
-            self._hs_db = db
-            self._hs_scratch = _hs.Scratch(db)
-        except (OSError, ValueError, KeyError, TypeError, _hs.error):
+        meta = read_json(directory, f"{key}.json")
+        if not isinstance(meta, dict) or meta.get("sha256") is None:
             return None
-        self.prefiltered = [self.patterns[i] for i in meta["prefiltered"]]
-        left: list[int] = list(meta["left"])
-        self.python_only = [self.patterns[i] for i in left]
+        raw = read_entry(directory, f"{key}.hsdb")
+        if raw is None or hashlib.sha256(raw).hexdigest() != meta["sha256"]:
+            return None
+        try:
+            prefiltered = [self.patterns[int(i)] for i in meta["prefiltered"]]
+            left = [int(i) for i in meta["left"]]
+            python_only = [self.patterns[i] for i in left]
+            db = _hs.loadb(raw, _hs.HS_MODE_BLOCK)
+            scratch = _hs.Scratch(db)
+        except (ValueError, KeyError, TypeError, IndexError, _hs.error):
+            return None
+        self._hs_db, self._hs_scratch = db, scratch
+        self.prefiltered, self.python_only = prefiltered, python_only
         return left
 
     def _save_hs(self, directory: Path, key: str, left: list[int]) -> None:
         assert _hs is not None
         index = {id(p): i for i, p in enumerate(self.patterns)}
-        meta = {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered]}
         try:
-            tmp = directory / f"{key}.hsdb.tmp{os.getpid()}"
-            tmp.write_bytes(_hs.dumpb(self._hs_db))
-            tmp.replace(directory / f"{key}.hsdb")
-            (directory / f"{key}.json").write_text(json.dumps(meta), encoding="utf-8")
-        except (OSError, _hs.error):
+            raw = _hs.dumpb(self._hs_db)
+        except _hs.error:
             return
+        meta = {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered], "sha256": hashlib.sha256(raw).hexdigest()}
+        write_entry(directory, f"{key}.hsdb", raw)
+        write_json(directory, f"{key}.json", meta)
 
     def _compile_hyperscan(self) -> list[int]:
         assert _hs is not None
@@ -397,6 +404,11 @@ class Scanner:
         owners_among: Callable[[str, Iterable[int]], tuple[tuple[str, ...], int]] = self._owners_among
         for chunk in chunks:
             result.bytes += len(chunk)
+            if result.capped_at:  # bounded work after the cap: count the lines, look at nothing
+                n = chunk.count(b"\n") + (1 if chunk and not chunk.endswith(b"\n") else 0)
+                result.not_examined += n
+                line_base += n
+                continue
             buf, cut_starts = _bound_long_lines(chunk)
             breaks: list[int] = []
             if needs_view(buf):  # colour codes, progress-bar redraws: match what a terminal shows
@@ -448,6 +460,7 @@ class Scanner:
                             pending.extend(self._feed_pending([hit], buf, end + 1))
                     else:
                         result.dropped += 1
+                        result.capped_at = result.capped_at or line_no
             line_base += chunk.count(b"\n")
             if chunk and not chunk.endswith(b"\n"):
                 line_base += 1

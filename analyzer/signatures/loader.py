@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from analyzer.cachefile import read_json, write_json
 from analyzer.model import Category, Role, Scope
 from analyzer.parse.condition import Cond, ConditionError, parse_condition
 from analyzer.paths import cache_dir, signatures_dir
@@ -348,15 +348,13 @@ def _cache_key(files: list[Path]) -> str:
 
 
 def _parsed_cache(files: list[Path]) -> dict[str, Any] | None:
-    """The parsed YAML of an unchanged database, from the private cache (JSON; YAML parsing was
-    half of a small analysis). Only a database that loaded without problems is ever stored."""
+    """The parsed YAML of an unchanged database, from the private cache (JSON checked against its
+    hash, see analyzer.cachefile; YAML parsing was half of a small analysis). Only a database that
+    loaded without problems is ever stored."""
     directory = cache_dir("signatures")
     if directory is None:
         return None
-    try:
-        data = json.loads((directory / f"{_cache_key(files)}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = read_json(directory, f"{_cache_key(files)}.json")
     return data if isinstance(data, dict) and len(data) == len(files) else None
 
 
@@ -365,12 +363,10 @@ def _store_parsed(files: list[Path], parsed: dict[str, Any]) -> None:
     if directory is None or len(parsed) != len(files):
         return
     try:
-        text = json.dumps(parsed, default=str)
-        tmp = directory / f"{_cache_key(files)}.json.tmp{os.getpid()}"
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(directory / f"{_cache_key(files)}.json")
-    except (OSError, TypeError, ValueError):
+        plain = json.loads(json.dumps(parsed, default=str))
+    except (TypeError, ValueError):
         return
+    write_json(directory, f"{_cache_key(files)}.json", plain)
 
 
 @cache

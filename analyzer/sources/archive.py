@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, BinaryIO
 
 MAX_MEMBERS = 10_000
+MAX_MEMBER_BYTES = 1 << 30  # a tar member's content held in memory while it is scanned
 MAX_LISTED_BYTES = 32 << 30  # decompressed bytes a tar's listing may stream through
 HEAD = 16384
 
@@ -84,11 +85,9 @@ def _iter_members(path: Path, kind: str, compression: str | None) -> Iterator[Me
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
             raise ArchiveError(f"zip archive not read to its end: {exc}") from exc
         return
-    from analyzer.sources.reader import open_binary
-
     try:
         with (
-            open_binary(path, compression) as raw,
+            _decompressed_stream(path, compression) as raw,
             _Bounded(raw, MAX_LISTED_BYTES) as stream,
             tarfile.open(fileobj=stream, mode="r|") as tf,
         ):
@@ -105,6 +104,50 @@ def _iter_members(path: Path, kind: str, compression: str | None) -> Iterator[Me
         raise ArchiveError(f"tar archive not read to its end: {exc}") from exc
     except Exception as exc:  # zstandard raises its own error type
         raise ArchiveError(f"tar archive not read to its end: {exc}") from exc
+
+
+class _Chunks(io.RawIOBase):
+    """A file-like view of an iterator of byte chunks (the reader's bounded decompression)."""
+
+    def __init__(self, chunks: Iterator[bytes], owner: IO[bytes]) -> None:
+        self._chunks = chunks
+        self._owner = owner
+        self._buf = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buf) < size:
+            piece = next(self._chunks, b"")
+            if not piece:
+                break
+            self._buf += piece
+        if size < 0:
+            out, self._buf = self._buf, b""
+        else:
+            out, self._buf = self._buf[:size], self._buf[size:]
+        return out
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._owner.close()
+        super().close()
+
+
+def _decompressed_stream(path: Path, compression: str | None) -> IO[bytes]:
+    """The archive file's bytes, decompressed when it is compressed, opened as a regular file."""
+    from analyzer.sources.reader import ReadStats, _content, open_regular
+
+    raw = open_regular(path, follow=True)
+    if compression is None:
+        return raw
+    return _Chunks(_content(raw, compression, ReadStats()), raw)  # type: ignore[return-value]
 
 
 class _Bounded(io.RawIOBase):
@@ -166,16 +209,22 @@ def open_member(path: Path, kind: str, compression: str | None, name: str) -> Bi
                 return _MemberStream(zf.open(info), zf)  # type: ignore[return-value]
         zf.close()
         raise FileNotFoundError(f"{name}: no such member")
-    from analyzer.sources.reader import open_binary
-
-    stream = open_binary(path, compression)
+    stream = _decompressed_stream(path, compression)
     tf = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (closed by the returned stream)
     try:
         for entry in tf:
             if entry.isreg() and clean_name(entry.name) == name:
                 member_fh = tf.extractfile(entry)
-                if member_fh is not None:
-                    return _MemberStream(member_fh, tf, stream)  # type: ignore[return-value]
+                if member_fh is not None:  # copied out while the stream is here (at most MAX_MEMBER_BYTES)
+                    try:
+                        data = member_fh.read(MAX_MEMBER_BYTES)
+                    except (tarfile.TarError, EOFError) as exc:
+                        tf.close()
+                        stream.close()
+                        raise OSError(f"{name}: {exc}") from exc
+                    tf.close()
+                    stream.close()
+                    return io.BytesIO(data)
     except (tarfile.TarError, EOFError) as exc:
         tf.close()
         stream.close()

@@ -8,6 +8,7 @@ that a SIGBUS is tied to the file it hit (a /dev/shm segment, or a regular file)
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from dataclasses import replace
@@ -19,6 +20,7 @@ from analyzer.model.native import CoreInfo, CoreNotes, Mapping, signal_name
 from analyzer.sources.corenotes import notes_only
 from analyzer.sources.elfcore import CoreFormatError, read_notes
 from analyzer.sources.gdbmi import GdbError, GdbSession, mi_quote
+from analyzer.sources.reader import ReadProblem, open_regular
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_MEMORY_LIMIT_MB = 8192
@@ -49,10 +51,26 @@ def analyze_core(
 ) -> CoreInfo:
     """Analyze one core dump. Raises CoreError for anything that is not a readable, whole core."""
     core = Path(path)
+    # the core is opened once, without blocking (a FIFO cannot hang it), checked to be a regular
+    # file, and read by us and by gdb through that open file: a file swapped in later is not read
     try:
-        notes = read_notes(core)
+        handle = open_regular(core, follow=True)
+    except ReadProblem as exc:
+        raise CoreError(f"{core}: {str(exc).replace('cannot open:', 'cannot read:')}") from exc
+    with handle:
+        pinned = Path(f"/proc/{os.getpid()}/fd/{handle.fileno()}")
+        if not pinned.exists():
+            pinned = core
+        return _analyze_open_core(core, pinned, exe, timeout, memory_limit_mb, gdb)
+
+
+def _analyze_open_core(
+    core: Path, pinned: Path, exe: str | Path | None, timeout: float, memory_limit_mb: int, gdb: str
+) -> CoreInfo:
+    try:
+        notes = read_notes(pinned)
     except CoreFormatError as exc:
-        raise CoreError(str(exc)) from exc
+        raise CoreError(str(exc).replace(str(pinned), str(core))) from exc
     try:
         executable = _executable(core, exe, notes)
     except ExecutableMissing as exc:
@@ -63,7 +81,7 @@ def analyze_core(
             load = session.run(
                 [
                     f"-file-exec-and-symbols {mi_quote(executable)}",
-                    f"-target-select core {_plain_path(core.resolve(), Path(tmp))}",
+                    f"-target-select core {_plain_path(pinned if pinned != core else core.resolve(), Path(tmp))}",
                     "-thread-info",
                 ]
             )
@@ -153,10 +171,10 @@ def _frame(raw: dict[str, Any]) -> Frame:
     return Frame(
         function=raw.get("func") if raw.get("func") not in (None, "??") else None,
         file=raw.get("file"),
-        line=int(line) if line and str(line).isdigit() else None,
+        line=int(line) if line and str(line).isdecimal() else None,
         library=raw.get("from"),
         address=raw.get("addr"),
-        index=int(raw["level"]) if str(raw.get("level", "")).isdigit() else None,
+        index=int(raw["level"]) if str(raw.get("level", "")).isdecimal() else None,
     )
 
 

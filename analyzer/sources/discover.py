@@ -6,7 +6,6 @@ unless asked; FIFOs, devices and sockets are skipped (opening a FIFO would block
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -14,10 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analyzer.model import SourceKind, SourceStatus
+from analyzer.sources import safe_json
 from analyzer.sources.archive import archive_kind
 from analyzer.sources.archive import members as archive_members
 from analyzer.sources.flight_recorder import looks_like_dump
-from analyzer.sources.reader import compression_of, read_head
+from analyzer.sources.reader import FileId, ReadProblem, compression_of, open_regular, read_head
 
 _RANK_IN_NAME = re.compile(r"(?:^|[^a-z])(?:rank|proc|worker|local_rank)[_-]?(\d{1,5})(?!\d)", re.I)
 _HOST_DIR = re.compile(
@@ -48,6 +48,8 @@ class SourceFile:
     host: str | None
     status: SourceStatus = SourceStatus.PENDING
     note: str = ""
+    file_id: FileId | None = None  # (device, inode) when listed: the file opened later must be this one
+    via_symlink: bool = False  # listed through a symlink (inside the run dir): opened following it
     member: tuple[str, str | None, str] | None = None  # (archive kind, its compression, name) of an archive member
 
 
@@ -55,10 +57,25 @@ class RunDirError(Exception):
     """The run dir itself cannot be analyzed (missing, not a directory, unreadable)."""
 
 
-def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
-    """Every file under `run_dir`, sorted by relative path. `run_dir` may also be one log file,
-    or an archive of a run dir (read in place); archives inside it are read as members."""
-    if run_dir.is_file():
+MAX_DEPTH = 32  # directory levels below the run dir that are read
+MAX_FILES = 20000  # files listed; the rest are named in one note
+
+
+def display_name(rel: str) -> str:
+    """A path as it may be shown: bytes that are not UTF-8 (kept by the file system as
+    surrogates) written as \\xNN escapes, so every report stays valid UTF-8."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def discover(
+    run_dir: Path, follow_symlinks: bool = False, max_depth: int = MAX_DEPTH, max_files: int = MAX_FILES
+) -> list[SourceFile]:
+    """Every file under `run_dir`, sorted by relative path.
+
+    The walk keeps its own stack (no recursion, whatever the nesting), reads at most `max_depth`
+    levels and `max_files` files, and every directory it cannot read or does not enter becomes
+    a note."""
+    if run_dir.is_file():  # one log file, or an archive of a run dir (read in place)
         return _one_file(run_dir)
     if not run_dir.exists():
         raise RunDirError(f"{run_dir}: no such directory")
@@ -69,30 +86,64 @@ def discover(run_dir: Path, follow_symlinks: bool = False) -> list[SourceFile]:
     root = run_dir.resolve()
     found: list[SourceFile] = []
     seen_dirs: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=follow_symlinks, onerror=None):
-        here = Path(dirpath)
+    stack: list[tuple[Path, int]] = [(root, 0)]
+    files = 0
+    over: list[str] = []
+    while stack:
+        here, depth = stack.pop()
         try:
             st = here.stat()
             key = (st.st_dev, st.st_ino)
-        except OSError:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if here == root:
+                raise RunDirError(f"{run_dir}: cannot be read: {exc.strerror or exc}") from exc
+            found.append(_skipped(here, root, f"directory not read: {exc.strerror or exc}", status=SourceStatus.ERROR))
             continue
         if key in seen_dirs:  # a symlink loop
-            dirnames[:] = []
             continue
         seen_dirs.add(key)
-        dirnames.sort()
-        kept = []
-        for name in dirnames:
-            sub = here / name
-            if sub.is_symlink() and not _inside(sub, root):
-                found.append(_skipped(sub, root, "symlink to a directory outside the run dir, not followed"))
+        subdirs: list[Path] = []
+        for entry in entries:
+            path = here / entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=follow_symlinks)
+                link_to_dir = not is_dir and entry.is_symlink() and entry.is_dir()
+            except OSError:
+                is_dir = link_to_dir = False
+            if link_to_dir:  # not followed: inside the run dir it is read where it leads
+                if not _inside(path, root):
+                    found.append(_skipped(path, root, "symlink to a directory outside the run dir, not followed"))
                 continue
-            kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            if here == root and name == LABEL_FILE:
+            if is_dir:
+                if depth + 1 > max_depth:
+                    found.append(_skipped(path, root, f"directory deeper than {max_depth} levels, not read"))
+                else:
+                    subdirs.append(path)
+                continue
+            if here == root and entry.name == LABEL_FILE:
                 continue  # a labeled corpus case's answer, never evidence
-            found.extend(_expand(_describe(here / name, root, follow_symlinks)))
+            files += 1
+            if files > max_files:
+                over.append(_rel(path, root))
+                continue
+            found.extend(_expand(_describe(path, root, follow_symlinks)))
+        stack.extend((d, depth + 1) for d in reversed(subdirs))
+    if over:
+        found.append(
+            SourceFile(
+                root,
+                display_name(over[0]),
+                SourceKind.OTHER,
+                0,
+                None,
+                None,
+                None,
+                SourceStatus.SKIPPED,
+                f"{len(over)} more file(s) after the first {max_files} not read (the file limit)",
+            )
+        )
     found.sort(key=lambda s: s.rel)
     return found
 
@@ -159,7 +210,7 @@ def _expand(src: SourceFile) -> list[SourceFile]:
             status, mnote = SourceStatus.SKIPPED, "binary or unrecognised content"
         elif m.size == 0:
             status, mnote = SourceStatus.SKIPPED, "empty file"
-        out.append(SourceFile(src.path, rel, mkind, m.size, inner, rank, host, status, mnote, (kind, compression, m.name)))
+        out.append(SourceFile(src.path, rel, mkind, m.size, inner, rank, host, status, mnote, member=(kind, compression, m.name)))
     if note:
         out.append(
             SourceFile(src.path, src.rel or src.path.name, SourceKind.OTHER, src.size, None, None, None, SourceStatus.ERROR, note)
@@ -176,7 +227,7 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix()
+    return display_name(path.relative_to(root).as_posix())
 
 
 def _skipped(path: Path, root: Path, note: str, status: SourceStatus = SourceStatus.SKIPPED, size: int = 0) -> SourceFile:
@@ -186,7 +237,8 @@ def _skipped(path: Path, root: Path, note: str, status: SourceStatus = SourceSta
 
 def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     rel = _rel(path, root)
-    if path.is_symlink():
+    link = path.is_symlink()
+    if link:
         try:
             target_ok = _inside(path, root)
         except RuntimeError:
@@ -202,15 +254,16 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
         return _skipped(path, root, f"{what}, not read")
     if not os.access(path, os.R_OK):
         return _skipped(path, root, "permission denied", status=SourceStatus.ERROR, size=st.st_size)
+    file_id = (st.st_dev, st.st_ino)
     try:
-        with path.open("rb") as raw:
-            raw_head = raw.read(64)
-    except OSError as exc:
-        return _skipped(path, root, f"cannot read: {exc.strerror or exc}", status=SourceStatus.ERROR, size=st.st_size)
+        with open_regular(path, file_id, follow=link) as raw:
+            raw_head = raw.read(16384)
+    except (ReadProblem, OSError) as exc:
+        return _skipped(path, root, str(exc).replace("cannot open:", "cannot read:"), status=SourceStatus.ERROR, size=st.st_size)
     if st.st_size == 0:
         return _skipped(path, root, "empty file")
     compression = compression_of(raw_head)
-    head = read_head(path) if compression else _head(path)
+    head = read_head(path, 16384, file_id, follow=link) if compression else raw_head
     packed = archive_kind(raw_head, head)
     if packed:
         rank, host = rank_host_from_path(rel)
@@ -222,12 +275,7 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     status = SourceStatus.PENDING
     if kind is SourceKind.OTHER:
         status, note = SourceStatus.SKIPPED, "binary or unrecognised content"
-    return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note)
-
-
-def _head(path: Path, size: int = 16384) -> bytes:
-    with path.open("rb") as raw:
-        return raw.read(size)
+    return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note, file_id, link)
 
 
 def _is_core(head: bytes) -> bool:
@@ -255,7 +303,7 @@ def sniff(head: bytes, name: str) -> SourceKind:
     stripped = sample.lstrip()
     if stripped.startswith(b"{") and b'"message"' in sample:
         try:
-            json.loads(head.decode("utf-8", "replace"))
+            safe_json.loads(head.decode("utf-8", "replace"))
             return SourceKind.ELASTIC_ERROR
         except ValueError:
             if b"extraInfo" in sample or b"py_callstack" in sample:
@@ -290,7 +338,7 @@ def rank_host_from_path(rel: str) -> tuple[int | None, str | None]:
         m = _RANK_IN_NAME.search(part)
         if m:
             rank = int(m.group(1))
-        elif part.isdigit() and i > 0 and _ATTEMPT.match(parts[i - 1]):
+        elif part.isdecimal() and i > 0 and _ATTEMPT.match(parts[i - 1]):
             rank = int(part)
         if i < len(parts) - 1 and _HOST_DIR.match(part) and not _RANK_IN_NAME.search(part):
             host = part

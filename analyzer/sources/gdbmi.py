@@ -90,6 +90,16 @@ class _Controller(GdbController):
         return self.gdb_process.pid
 
 
+def mi_record(raw: bytes) -> dict[str, Any]:
+    """One line of gdb's MI output as pygdbmi's record; a line it cannot read is kept as text."""
+    line = raw.decode("utf-8", errors="replace").rstrip("\r")
+    try:
+        rec = parse_response(line)
+    except Exception:  # pygdbmi is not written for hostile text (a function name from a core)
+        return {"type": "output", "message": None, "payload": line, "token": None}
+    return rec if isinstance(rec, dict) else {"type": "output", "message": None, "payload": line, "token": None}
+
+
 def mi_quote(text: str) -> str:
     """A C string for an MI command argument."""
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
@@ -185,7 +195,7 @@ class GdbSession:
             self._pending += chunk
             *complete, self._pending = self._pending.split(b"\n")
             for raw in complete:
-                rec = parse_response(raw.decode("utf-8", errors="replace").rstrip("\r"))
+                rec = mi_record(raw)
                 if rec.get("type") in ("console", "log") and isinstance(rec.get("payload"), str):  # log: gdb's warnings
                     console.append(rec["payload"])
                 elif rec.get("type") == "result" and rec.get("token") in wanted:

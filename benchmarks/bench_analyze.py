@@ -1,0 +1,191 @@
+"""`postmortem analyze` on a generated 64-rank run dir against ripgrep over the same files.
+
+For each size (default 1 and 4 GiB): 64 rank logs (each rank's NCCL start-up, its rank-prefixed
+step lines, tqdm bars, warnings; rank 3 ends in a CUDA OOM and the launcher's report; a few
+distinct files generated, the other ranks copies with their own rank prefix) are written under a
+temp dir. Then, in the same run and alternating, with the page cache warm:
+
+* `postmortem analyze DIR --format json -o FILE` (a fresh process, as a user runs it: every
+  CPU when the run dir is big enough), and the same with `--jobs 1` (one process);
+* the reference: ripgrep (every CPU) counting the lines that hold any of the scanner's required
+  literals (`rg -c -F -f`, the caseless ones in a second `rg -i`), i.e. ripgrep doing the literal
+  part of the work over the same files.
+
+Reported: the median wall time of `--repeat` runs, the ratio to ripgrep's time, the CPU time, and the peak RSS
+(GNU time's %M: the largest resident set of the process and the workers it waited for).
+The machine may be shared: ratios measured in the same run are what to compare, not seconds.
+Usage: python benchmarks/bench_analyze.py [--gib 1 4] [--repeat 3] [--tmp /tmp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analyzer.events.ingest import build_scanner  # noqa: E402
+from analyzer.scan.literals import required_literals  # noqa: E402
+from analyzer.signatures.loader import database, line_patterns  # noqa: E402
+from tests.scan.synth import _FAILURE, _nccl_init, _step_line  # noqa: E402
+
+RANKS = 64
+DISTINCT = 4  # distinct files generated; the other ranks are copies
+
+
+def write_rank_log(path: Path, rank: int, size: int) -> None:
+    """One rank's log: its NCCL start-up, then step lines of this rank (tests/scan/synth.py's
+    line makers), and for rank 3 the OOM traceback and the launcher's report at the end."""
+    rng = random.Random(rank)
+    host = f"node-{rank // 8}"
+    lines = _nccl_init(rng, rank, host, 40000 + rank, RANKS)
+    tail = _FAILURE.encode() if rank == 3 else b""
+    written = 0
+    step = 0
+    with path.open("wb") as out:
+        while True:
+            while len(lines) < 4096:
+                lines.append(_step_line(rng, rank, step, 10**7))
+                step += 1
+            data = ("\n".join(lines) + "\n").encode()
+            lines = []
+            if written + len(data) + len(tail) > size:
+                keep = data[: max(0, size - written - len(tail))]
+                out.write(keep[: keep.rfind(b"\n") + 1])
+                break
+            out.write(data)
+            written += len(data)
+        out.write(tail)
+
+
+def make_run_dir(root: Path, total: int) -> None:
+    per = total // RANKS
+    made: dict[int, Path] = {}
+    for r in range(RANKS):
+        path = root / f"rank{r}.log"
+        if r == 3 or len(made) < DISTINCT:
+            write_rank_log(path, r, per)
+            made.setdefault(r, path)
+        else:
+            src = list(made.values())[r % len(made)]
+            data = src.read_bytes().replace(f"[rank{r % DISTINCT}]".encode(), f"[rank{r}]".encode())
+            path.write_bytes(data)
+
+
+def literal_files(tmp: Path) -> tuple[Path, Path]:
+    cs: set[bytes] = set()
+    ci: set[bytes] = set()
+    for p in build_scanner(line_patterns(database())).patterns:
+        req = required_literals(p.regex, p.ignore_case)
+        if req is not None:
+            (ci if req[1] else cs).update(req[0])
+    a, b = tmp / "cs.txt", tmp / "ci.txt"
+    a.write_bytes(b"\n".join(sorted(cs)) + b"\n")
+    b.write_bytes(b"\n".join(sorted(ci)) + b"\n")
+    return a, b
+
+
+def timed(cmd: list[str]) -> tuple[float, int, float]:
+    """Wall seconds, peak RSS (KiB) and CPU seconds (user + system, with the children waited
+    for) of a command run under GNU time."""
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *cmd], capture_output=True, text=True)
+    secs = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # rg: 1 = no match
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    rss, user, sys_ = proc.stderr.strip().splitlines()[-1].split()
+    return secs, int(rss), float(user) + float(sys_)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gib", type=float, nargs="+", default=[1.0, 4.0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--tmp", default=tempfile.gettempdir())
+    args = parser.parse_args()
+    rg = shutil.which("rg")
+    if rg is None:
+        raise SystemExit("ripgrep (rg) is needed: apt-get install -y ripgrep")
+    env_py = sys.executable
+    print(f"CPUs: {len(os.sched_getaffinity(0))}; median of {args.repeat} runs; load average {os.getloadavg()[0]:.1f}")
+    for gib in args.gib:
+        with tempfile.TemporaryDirectory(prefix="bench-analyze-", dir=args.tmp) as tmp_s:
+            tmp = Path(tmp_s)
+            run = tmp / "run"
+            run.mkdir()
+            t0 = time.perf_counter()
+            make_run_dir(run, int(gib * (1 << 30)))
+            size = sum(p.stat().st_size for p in run.iterdir())
+            cs, ci = literal_files(tmp)
+            print(f"\n{RANKS} rank logs, {size / 2**30:.2f} GiB (written in {time.perf_counter() - t0:.0f} s)")
+            cmds = {
+                "ripgrep (rg -c -F, both cases)": None,
+                "postmortem analyze": [
+                    env_py,
+                    "-m",
+                    "analyzer",
+                    "analyze",
+                    str(run),
+                    "--format",
+                    "json",
+                    "-o",
+                    str(tmp / "r.json"),
+                ],
+                "postmortem analyze --jobs 1": [
+                    env_py,
+                    "-m",
+                    "analyzer",
+                    "analyze",
+                    str(run),
+                    "--format",
+                    "json",
+                    "-o",
+                    str(tmp / "r1.json"),
+                    "--jobs",
+                    "1",
+                ],
+            }
+            rg_cmds = [
+                [rg, "--no-ignore", "-c", "-F", "-f", str(cs), str(run)],
+                [rg, "--no-ignore", "-c", "-i", "-F", "-f", str(ci), str(run)],
+            ]
+            for c in rg_cmds:  # warm the page cache
+                timed(c)
+            times: dict[str, list[float]] = {k: [] for k in cmds}
+            rss: dict[str, int] = dict.fromkeys(cmds, 0)
+            cpu: dict[str, list[float]] = {k: [] for k in cmds}
+            for _ in range(args.repeat):
+                for name, cmd in cmds.items():
+                    if cmd is None:
+                        secs = used = 0.0
+                        for c in rg_cmds:
+                            s, m, u = timed(c)
+                            secs += s
+                            used += u
+                            rss[name] = max(rss[name], m)
+                    else:
+                        secs, m, used = timed(cmd)
+                        rss[name] = max(rss[name], m)
+                    times[name].append(secs)
+                    cpu[name].append(used)
+            ref = statistics.median(times["ripgrep (rg -c -F, both cases)"])
+            for name in cmds:
+                med = statistics.median(times[name])
+                print(
+                    f"  {name:<34} {med:7.2f} s  x{med / ref:.2f} ripgrep  peak RSS {rss[name] / 1024:6.0f} MiB  "
+                    f"CPU {statistics.median(cpu[name]):6.2f} s  runs {[round(t, 2) for t in times[name]]}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
