@@ -263,7 +263,22 @@ def signatures_coverage(fmt: str, brief: bool, root: Path | None) -> None:
 @click.option("--no-cv", is_flag=True, help="Evaluate the shipped model as it is (its training cases included).")
 @click.option("--plot", type=click.Path(path_type=Path), help="Write a PNG of the confusion matrix and reliability curve.")
 @click.option("--min-accuracy", type=float, default=None, help="Exit 1 when accuracy is below this (0..1).")
-def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | None, min_accuracy: float | None) -> None:
+@click.option(
+    "--exclude-split",
+    "exclude_splits",
+    multiple=True,
+    metavar="SPLIT",
+    help="Leave out the cases of this split (e.g. heldout) from cross-validation; repeatable.",
+)
+def evaluate(
+    corpus_dir: Path,
+    fmt: str,
+    folds: int,
+    no_cv: bool,
+    plot: Path | None,
+    min_accuracy: float | None,
+    exclude_splits: tuple[str, ...],
+) -> None:
     """Accuracy, per-category precision/recall/F1, confusion matrix and reliability on labeled cases."""
     from analyzer.corpus.evaluate import evaluate as run
     from analyzer.corpus.evaluate import render_text
@@ -282,7 +297,7 @@ def evaluate(corpus_dir: Path, fmt: str, folds: int, no_cv: bool, plot: Path | N
                 err=True,
             )
             sys.exit(2)
-        result = cross_validate(corpus_dir, folds)
+        result = cross_validate(corpus_dir, folds, exclude_splits)
     if plot is not None:
         from analyzer.corpus.plot import write_plot
 

@@ -236,9 +236,11 @@ def binned_isotonic_table(pairs: list[tuple[float, float]], prior: float = 5.0) 
     return [[round(sx / w, 4), round(min(0.99, max(0.05, sy / w)), 4)] for sx, sy, w in merged]
 
 
-def cross_validate(root: Path, k: int = 5) -> EvalResult:
+def cross_validate(root: Path, k: int = 5, exclude_splits: tuple[str, ...] = ()) -> EvalResult:
+    """Out-of-fold verdicts for every case (folds grouped by source); cases whose `split` is in
+    `exclude_splits` (e.g. `heldout`) are left out of both training and scoring."""
     result = EvalResult()
-    samples = load_samples(root, result.errors)
+    samples = [s for s in load_samples(root, result.errors) if s.split not in exclude_splits]
     for s, d, _, _ in out_of_fold(samples, k, calibrated=True):
         rank, _host = first_rank(d, s.single_process, s.events, s.findings)
         result.results.append(
