@@ -13,10 +13,26 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cache
 
+from analyzer.events.placement import (  # noqa: F401  (CONTEXT_PATTERN and the owners are part of this module's interface)
+    CONTEXT_CAP,
+    CONTEXT_OWNER,
+    CONTEXT_PATTERN,
+    IDENTITY_CAP,
+    IDENTITY_OWNER,
+    IDENTITY_PATTERN,
+    IDENTITY_RE,
+    OUTCOME_OWNER,
+    OUTCOME_PATTERN,
+    SIGNATURE_OWNER,
+    VERSIONS_OWNER,
+    VERSIONS_PATTERN,
+    placed,
+    version_fields,
+)
 from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
 from analyzer.parse.base import Parser, Region
 from analyzer.parse.core_event import core_events
-from analyzer.parse.prefix import Prefix, split_prefix
+from analyzer.parse.prefix import split_prefix
 from analyzer.parse.registry import for_source, parsers, region_parser, triggers
 from analyzer.scan import Pattern, Scanner
 from analyzer.scan.scanner import MAX_REGIONS, Hit
@@ -24,42 +40,6 @@ from analyzer.sources.discover import SourceFile
 from analyzer.sources.flight_recorder import read_dump
 from analyzer.sources.reader import ReadProblem, ReadStats, iter_chunks, read_text_limited
 
-SIGNATURE_OWNER = "signatures"
-CONTEXT_OWNER = "context"
-# lines that sound like a failure although no signature names them: they feed the classifier's
-# text features and the timeline, at most CONTEXT_CAP per file
-CONTEXT_PATTERN = (
-    r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure)?|FAIL(?:ED)?|[Ff]atal|FATAL|[Ee]xception|[Kk]illed|[Aa]bort(?:ed|ing)?|"
-    r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
-)
-CONTEXT_CAP = 400
-IDENTITY_OWNER = "identity"
-# a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one
-IDENTITY_PATTERN = r"\b(?:RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?\d+"
-_IDENTITY = re.compile(r"\b(RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?(\d+)")
-IDENTITY_CAP = 2000
-VERSIONS_OWNER = "versions"
-# the versions an environment report prints (nvidia-smi's header, collect_env, ds_report, pip):
-# what CUDA the driver supports and what CUDA torch was built for
-VERSIONS_PATTERN = (
-    r"CUDA Version: \d+\.\d+|Nvidia driver version: \d|"
-    r"torch version \.+ \d|torch cuda version \.+ \d|PyTorch version: \d|CUDA used to build PyTorch: \d|"
-    r"^torch(?:==|\s+)\d+\.\d+\S*\+cu\d+"
-)
-_VERSION_FIELDS = (
-    (re.compile(r"CUDA Version: (\d+\.\d+)"), "driver_cuda"),
-    (re.compile(r"Driver Version: (\d+(?:\.\d+)+)"), "driver_release"),
-    (re.compile(r"Nvidia driver version: (\d+(?:\.\d+)+)"), "driver_release"),
-    (re.compile(r"(?:torch version \.+|PyTorch version:|^torch==|^torch\s+)\s*(\d+\.\d+\S*)"), "torch_build"),
-    (re.compile(r"(?:torch cuda version \.+|CUDA used to build PyTorch:)\s*(\d+\.\d+)"), "torch_cuda"),
-)
-OUTCOME_OWNER = "outcome"
-# a launcher's own words for a job (or a node's worker group) that ended well: the event gets
-# `outcome: succeeded`, which tells a finished job from one whose log merely stops
-OUTCOME_PATTERN = (
-    r"worker group successfully finished"  # torch.distributed.elastic agent (api.py, _invoke_run)
-    r"|Process \d+ exits successfully"  # deepspeed/launcher/launch.py
-)
 WHOLE_FILE_LIMIT = 16 << 20
 GDB_TEXT_LIMIT = 4 << 20  # a saved backtrace; more is a flood of frames, parsed in quadratic-ish time
 
@@ -177,7 +157,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER}:
                 fields["bookkeeping"] = True  # how the job ended, who is who: no failure's wording
             if IDENTITY_OWNER in hit.owners:
-                for name, value in _IDENTITY.findall(p.message):
+                for name, value in IDENTITY_RE.findall(p.message):
                     fields[f"env_{name.lower()}"] = int(value)
             parsed_here = [
                 Event(
@@ -192,7 +172,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                     fields=fields,
                 )
             ]
-        events.extend(_with_source_kind(_placed(ev, hit, rank), kind, keep=True) for ev in parsed_here)
+        events.extend(_with_source_kind(placed(ev, hit, rank), kind, keep=True) for ev in parsed_here)
     return events
 
 
@@ -201,75 +181,6 @@ def _with_source_kind(ev: Event, kind: SourceKind, keep: bool = False) -> Event:
     if keep and "source_kind" in ev.fields:
         return ev
     return replace(ev, fields={**ev.fields, "source_kind": str(kind)})
-
-
-def _placed(ev: Event, hit: Hit, file_rank: int | None) -> Event:
-    """The event with what its place in the file tells: torchrun's local rank (`tee_rank`, and
-    PyTorch's `[rankN]:` stacked after it), the line it cites when that is a later line of its
-    block (`quote`), and whether its process went on after a traceback (`caught`)."""
-    extra: dict[str, object] = {}
-    p = split_prefix(ev.text)
-    if p.local_rank is not None:  # the global rank is found later (events/identity.py)
-        extra["tee_rank"] = p.local_rank
-        if p.rank is not None:
-            extra["prefix_rank"] = p.rank
-    if ev.kind is EventKind.TRACEBACK and ev.end_line and _went_on(hit, ev.end_line, file_rank):
-        extra["caught"] = True  # its process printed on as before: the exception was handled
-    at = (ev.loc.line or 0) - hit.line_no
-    if 0 < at < len(hit.lines) and "quote" not in ev.fields:
-        extra["quote"] = hit.lines[at]
-    return replace(ev, fields={**ev.fields, **extra}) if extra else ev
-
-
-# what a dying process or its launcher prints after a traceback (teardown: NCCL closing its
-# connections, warnings, the launcher's records); any other line of the same process means the
-# process went on
-_NOT_GOING_ON = re.compile(
-    CONTEXT_PATTERN + r"|Traceback|During handling|The above exception|^\s|^\^|torch[./]distributed|ChildFailedError|"
-    r"(?:Error|Exception|Interrupt|Exit)\b|[Kk]ill|[Ss]ignal|[Ss]hutting|[Ee]xit|[Aa]bort|[Tt]erminat|"
-    r"NCCL |[Ww]arning|^[IWEF]\d{4} |^\[[IWEF][\d ]|^=+$|^-+$"
-)
-
-
-def version_fields(message: str) -> dict[str, str]:
-    """The versions a line of an environment report gives (torch's CUDA also from `+cu128`)."""
-    out: dict[str, str] = {}
-    for rx, name in _VERSION_FIELDS:
-        m = rx.search(message.strip())
-        if m:
-            out.setdefault(name, m.group(1))
-    build = out.get("torch_build", "")
-    cu = re.search(r"\+cu(\d+)(\d)$", build)
-    if cu and "torch_cuda" not in out:
-        out["torch_cuda"] = f"{cu.group(1)}.{cu.group(2)}"
-    return out
-
-
-def _stream(p: Prefix, file_rank: int | None) -> tuple[str, int] | None:
-    """Which process a line comes from, as far as its prefix (or its file) says."""
-    if p.local_rank is not None:
-        return ("local", p.local_rank)
-    rank = p.rank if p.rank is not None else file_rank
-    return None if rank is None else ("rank", rank)
-
-
-def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
-    """The first line after a traceback (within its scanned block) from the same process is an
-    ordinary line of output: the process survived the exception."""
-    lines = hit.lines
-    start = end_line - hit.line_no + 1
-    if start <= 0 or start >= len(lines):
-        return False
-    key = _stream(split_prefix(lines[0]), file_rank)
-    for line in lines[start:]:
-        p = split_prefix(line)
-        if key is not None and _stream(p, file_rank) != key:
-            continue  # another process's line
-        message = p.message.rstrip()
-        if not message:
-            continue
-        return not _NOT_GOING_ON.search(message)
-    return False
 
 
 @dataclass
