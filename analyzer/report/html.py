@@ -231,7 +231,7 @@ def render_html(report: Report) -> str:
     if report.cascade:
         out.append("<h2>What followed</h2><ul>")
         for c in report.cascade:
-            extra = f", {layout.delta(c.time - ff.time)} after" if c.time is not None and ff.time is not None else ""
+            extra = f", {layout.relative(c.time - ff.time)}" if c.time is not None and ff.time is not None else ""
             out.append(f"<li>{_h(c.what)}{escape(extra)}</li>")
         out.append("</ul>")
     if v.remediation:

@@ -83,6 +83,14 @@ def delta(seconds: float) -> str:
     return f"{sign}{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
 
 
+def relative(seconds: float) -> str:
+    """When a symptom came, said from the first failure: "10m04s after", "1.0s before"."""
+    if abs(seconds) < 0.05:
+        return "at the same time"
+    word = "after" if seconds > 0 else "before"
+    return f"{delta(abs(seconds))[1:]} {word}"
+
+
 def decisive(report: Report) -> EvidenceItem | None:
     """The root-cause line at the first failure's file:line, else the first root-cause line."""
     ff = report.verdict.first_failure

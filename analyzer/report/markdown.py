@@ -59,7 +59,7 @@ def render_markdown(report: Report) -> str:
     if report.cascade:
         out.append("### What followed")
         for c in report.cascade:
-            extra = f", {layout.delta(c.time - ff.time)} after" if c.time is not None and ff.time is not None else ""
+            extra = f", {layout.relative(c.time - ff.time)}" if c.time is not None and ff.time is not None else ""
             out.append(f"- {md_code(c.what)}{extra}")
         out.append("")
     if v.remediation:

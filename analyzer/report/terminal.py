@@ -135,7 +135,7 @@ def _followed(c: CascadeEntry, root_time: float | None) -> str:
     if c.count > 1 and "rank" not in what:
         what += f" ({c.count} times)" if "times)" not in what else ""
     if c.time is not None:
-        what += f", {layout.delta(c.time - root_time)} after" if root_time is not None else f", {layout.when(c.time)}"
+        what += f", {layout.relative(c.time - root_time)}" if root_time is not None else f", {layout.when(c.time)}"
     return what
 
 

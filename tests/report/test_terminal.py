@@ -19,6 +19,7 @@ from ..test_cascade_64 import make_run
 
 EXAMPLES = sorted(p for p in (REPO / "examples").iterdir() if p.is_dir())
 TEE_4_RANKS = REPO / "corpora" / "lab" / "lab-oom-cascade-004"  # torchrun --tee, 2 nodes x 2, host OOM kill of rank 3
+TEE_4_NODES = REPO / "corpora" / "lab" / "lab-oom-cascade-007"  # torchrun --tee, 4 nodes x 2, OOM kill of rank 5 (local 1)
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,13 @@ def test_torchrun_tee_oom_first_15_lines_hold_the_oom_and_the_global_rank() -> N
     text = "\n".join(head)
     assert "oom-killer" in text or "Out of memory" in text
     assert "rank 3 on labnode2" in text
+
+
+def test_four_node_tee_oom_first_15_lines_hold_the_oom_the_global_rank_and_its_host() -> None:
+    head = "\n".join(render(analyze(TEE_4_NODES), "text", width=100).splitlines()[:15])
+    assert "invoked oom-killer" in head
+    assert "rank 5 on labnode3" in head  # the global rank; its console prefix says [default1]
+    assert "before" in head and "after" in head  # symptoms placed in time around the failure
 
 
 def test_first_screen_order(cascade64: Report) -> None:
