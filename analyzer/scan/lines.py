@@ -18,7 +18,26 @@ _ANSI = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\
 _REDRAW = re.compile(rb"\r(?![\r\n])")
 # the end of a progress bar with text glued right after it: tqdm's `NN%|bar|` with no counts
 # after it, or its `[elapsed<remaining, rate]` block; the closing `|` or `]` becomes the break
-_GLUED = re.compile(rb"\d{1,3}%\|[^|\n\r]{0,200}(\|)(?= ?[A-Za-z])|\[\d+:\d\d(?::\d\d)?<[^\]\n\r]{0,200}(\])(?= ?[A-Za-z])")
+# (each searched from its literal, `%|` or `<`, which the regex engine finds fast; what must come
+# before the literal, the percentage's digits or the `[00:01` of the time block, is checked after)
+_GLUED_BAR = re.compile(rb"%\|[^|\n\r]{0,200}(\|)(?= ?[A-Za-z])")
+_GLUED_TIME = re.compile(rb"<[^\]\n\r]{0,200}(\])(?= ?[A-Za-z])")
+_TIME_HEAD = re.compile(rb"\[\d+:\d\d(?::\d\d)?$")
+_DIGITS = frozenset(b"0123456789")
+
+
+def _glued(chunk: bytes) -> list[int]:
+    """Offsets of the `|` or `]` that ends a progress bar with a message glued after it."""
+    out = []
+    if b"%|" in chunk:
+        for m in _GLUED_BAR.finditer(chunk):
+            if m.start() > 0 and chunk[m.start() - 1] in _DIGITS:
+                out.append(m.start(1))
+    if b"<" in chunk:
+        for m in _GLUED_TIME.finditer(chunk):
+            if _TIME_HEAD.search(chunk, max(0, m.start() - 12), m.start()):
+                out.append(m.start(1))
+    return out
 
 
 def needs_view(chunk: bytes) -> bool:
@@ -41,17 +60,13 @@ def terminal_view(chunk: bytes) -> tuple[bytes, list[int], list[tuple[int, int]]
             pos = m.end()
         parts.append(chunk[pos:])
         chunk = b"".join(parts)
-    breaks: list[int] = []
-    if b"\r" in chunk or b"%|" in chunk or b"<" in chunk:
+    breaks = [m.start() for m in _REDRAW.finditer(chunk)] if b"\r" in chunk else []
+    breaks += _glued(chunk)
+    if breaks:
+        breaks = sorted(set(breaks))
         view = bytearray(chunk)
-        for m in _REDRAW.finditer(chunk):
-            view[m.start()] = 0x0A
-            breaks.append(m.start())
-        for m in _GLUED.finditer(chunk):
-            at = m.start(1) if m.group(1) is not None else m.start(2)
+        for at in breaks:
             view[at] = 0x0A
-            breaks.append(at)
-        breaks.sort()
         chunk = bytes(view)
     return chunk, breaks, removed
 
