@@ -230,9 +230,8 @@ def render_html(report: Report) -> str:
         out.append(f'<p class="warning">Warning: {_h(w)}</p>')
     if report.cascade:
         out.append("<h2>What followed</h2><ul>")
-        for c in report.cascade:
-            extra = f", {layout.relative(c.time - ff.time)}" if c.time is not None and ff.time is not None else ""
-            out.append(f"<li>{_h(c.what)}{escape(extra)}</li>")
+        for what, when in layout.followed(report):
+            out.append(f"<li>{_h(what)}{escape(when)}</li>")
         out.append("</ul>")
     if v.remediation:
         out.append("<h2>What to do</h2><ol>" + "".join(f"<li>{_prose(r)}</li>" for r in v.remediation) + "</ol>")
@@ -246,11 +245,7 @@ def render_html(report: Report) -> str:
         )
     if report.evidence:
         out.append("<h2>Evidence</h2><table><tr><th>role</th><th>where</th><th>who</th><th>line</th></tr>")
-        seen: set[tuple[str, int | None]] = set()
-        for e in report.evidence:
-            if (e.file, e.line) in seen:
-                continue  # one line matched by several signatures: shown once
-            seen.add((e.file, e.line))
+        for e in layout.distinct_lines(report.evidence):
             out.append(
                 f'<tr><td class="{e.role.value}">{e.role.value}</td><td class="mono where">{_n(layout.where(e.file, e.line))}</td>'
                 f'<td>{_h(layout.who(e.rank, e.host))}</td><td class="mono">{_h(e.text)}</td></tr>'

@@ -91,6 +91,26 @@ def relative(seconds: float) -> str:
     return f"{delta(abs(seconds))[1:]} {word}"
 
 
+def followed(report: Report) -> list[tuple[str, str]]:
+    """What followed the first failure: each cascade entry's text and, where both times are
+    known, when it came (", 1.0s before")."""
+    ff = report.verdict.first_failure
+    return [
+        (c.what, f", {relative(c.time - ff.time)}" if c.time is not None and ff.time is not None else "") for c in report.cascade
+    ]
+
+
+def distinct_lines(evidence: Iterable[EvidenceItem]) -> list[EvidenceItem]:
+    """Evidence rows with one row per file:line (a line matched by several signatures is shown once)."""
+    seen: set[tuple[str, int | None]] = set()
+    out = []
+    for e in evidence:
+        if (e.file, e.line) not in seen:
+            seen.add((e.file, e.line))
+            out.append(e)
+    return out
+
+
 def decisive(report: Report) -> EvidenceItem | None:
     """The root-cause line at the first failure's file:line, else the first root-cause line."""
     ff = report.verdict.first_failure

@@ -58,9 +58,8 @@ def render_markdown(report: Report) -> str:
     out.append("")
     if report.cascade:
         out.append("### What followed")
-        for c in report.cascade:
-            extra = f", {layout.relative(c.time - ff.time)}" if c.time is not None and ff.time is not None else ""
-            out.append(f"- {md_code(c.what)}{extra}")
+        for what, when in layout.followed(report):
+            out.append(f"- {md_code(what)}{when}")
         out.append("")
     if v.remediation:
         out.append("### What to do")
@@ -77,11 +76,7 @@ def render_markdown(report: Report) -> str:
         out.append("#### Evidence")
         out.append("| role | where | who | line |")
         out.append("|---|---|---|---|")
-        seen: set[tuple[str, int | None]] = set()
-        for e in report.evidence[:EVIDENCE_ROWS]:
-            if (e.file, e.line) in seen:
-                continue  # one line matched by several signatures: shown once
-            seen.add((e.file, e.line))
+        for e in layout.distinct_lines(report.evidence[:EVIDENCE_ROWS]):
             out.append(
                 f"| {e.role.value} | {md_cell(md_name(layout.where(e.file, e.line)))} | "
                 f"{md_text(layout.who(e.rank, e.host))} | {md_cell(md_code(e.text))} |"
