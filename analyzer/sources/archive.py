@@ -210,25 +210,15 @@ def open_member(path: Path, kind: str, compression: str | None, name: str) -> Bi
         zf.close()
         raise FileNotFoundError(f"{name}: no such member")
     stream = _decompressed_stream(path, compression)
-    tf = tarfile.open(fileobj=stream, mode="r|")  # noqa: SIM115 (closed by the returned stream)
     try:
-        for entry in tf:
-            if entry.isreg() and clean_name(entry.name) == name:
-                member_fh = tf.extractfile(entry)
-                if member_fh is not None:  # copied out while the stream is here (at most MAX_MEMBER_BYTES)
-                    try:
-                        data = member_fh.read(MAX_MEMBER_BYTES)
-                    except (tarfile.TarError, EOFError) as exc:
-                        tf.close()
-                        stream.close()
-                        raise OSError(f"{name}: {exc}") from exc
-                    tf.close()
-                    stream.close()
-                    return io.BytesIO(data)
+        with tarfile.open(fileobj=stream, mode="r|") as tf:
+            for entry in tf:
+                if entry.isreg() and clean_name(entry.name) == name:
+                    member_fh = tf.extractfile(entry)
+                    if member_fh is not None:  # copied out while the stream is here (at most MAX_MEMBER_BYTES)
+                        return io.BytesIO(member_fh.read(MAX_MEMBER_BYTES))
     except (tarfile.TarError, EOFError) as exc:
-        tf.close()
-        stream.close()
         raise OSError(f"{name}: {exc}") from exc
-    tf.close()
-    stream.close()
+    finally:
+        stream.close()
     raise FileNotFoundError(f"{name}: no such member")
