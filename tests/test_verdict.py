@@ -294,3 +294,11 @@ def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -
     report = analyze(_write(tmp_path, {"node2/console.log": log}))
     assert report.verdict.first_failure.rank == 11
     assert report.verdict.first_failure.host == "gpu-c02"  # the host the NCCL line of the same rank prints
+
+
+def test_the_agents_own_failed_record_names_a_local_rank_mapped_to_the_global_one() -> None:
+    # "failed (exitcode: -9) local_rank: 1 (pid: ...)" on node 2 of a 2 x 2 job is global rank 3,
+    # as the same console's summary says (rank : 3 (local_rank: 1))
+    report = analyze(REPO / "corpora" / "lab" / "lab-oom-cascade-004")
+    rows = [e for e in report.evidence if "failed (exitcode: -9) local_rank: 1" in e.text]
+    assert rows and {e.rank for e in rows} == {3}

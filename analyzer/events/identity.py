@@ -40,6 +40,10 @@ _DATED_BY_FAILURE = frozenset(
 )
 
 
+# a launcher's record of one of its workers, which names the worker by its local rank
+_LAUNCHER_RECORDS = frozenset({EventKind.LAUNCHER_EXIT, EventKind.SIGNAL})
+
+
 def _world_size(events: list[Event]) -> int | None:
     sizes = [n for e in events if isinstance(n := e.fields.get("nranks"), int) and n > 0]
     sizes += [n for e in events if isinstance(n := e.fields.get("env_world_size"), int) and n > 0]
@@ -82,6 +86,13 @@ def globalize(events: list[Event], source_hosts: dict[str, str | None] | None = 
     unmapped: dict[str, set[int]] = defaultdict(set)
     for e in events:
         tee = e.fields.get("tee_rank")
+        local = e.fields.get("local_rank")
+        if tee is None and e.kind in _LAUNCHER_RECORDS and isinstance(local, int) and local == e.rank:
+            # the agent's own record ("failed (exitcode: -9) local_rank: 1 (pid: ...)") names a
+            # local rank: the same file's summary (or NCCL/env lines) says which global rank it is
+            found = maps.get(e.loc.file, {}).get(local)
+            if found is not None and found[0] != e.rank:
+                e = replace(e, rank=found[0], fields={**e.fields, "rank_from": f"local rank {local} via {found[1]}"})
         if isinstance(tee, int):
             found = maps.get(e.loc.file, {}).get(tee)
             if found is not None:
