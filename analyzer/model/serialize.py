@@ -24,9 +24,9 @@ def backtrace_data(bt: Backtrace) -> dict[str, Any]:
     return {"signal": bt.signal, "threads": [thread_data(t) for t in bt.threads], "crash_thread": bt.crash_thread}
 
 
-def event_data(e: Event) -> dict[str, Any]:
-    """An event: where, who, when, and its plain-data fields."""
-    d: dict[str, Any] = {
+def event_head(e: Event) -> dict[str, Any]:
+    """What every serialized event starts with: its kind, where, who, when and its message."""
+    return {
         "kind": str(e.kind),
         "line": e.loc.line,
         "time": e.time_text,
@@ -35,6 +35,11 @@ def event_data(e: Event) -> dict[str, Any]:
         "pid": e.pid,
         "message": e.message,
     }
+
+
+def event_data(e: Event) -> dict[str, Any]:
+    """An event: where, who, when, and its plain-data fields."""
+    d = event_head(e)
     for k, v in e.fields.items():
         if k not in d and isinstance(v, str | int | float | bool | list | dict | type(None)):
             d[k] = v

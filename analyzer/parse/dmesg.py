@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any
 
 from analyzer.model import Event, EventKind, Frame, Location, SourceKind
+from analyzer.model.serialize import event_head
 from analyzer.parse._dmesg_blocks import Oops, collect_oom, collect_oops, starts_oops
 from analyzer.parse._dmesg_lines import LineRecord, parse_line
 from analyzer.parse.base import GrammarParser, Region, Trigger
@@ -192,15 +193,7 @@ def parse_text(text: str) -> dict[str, Any]:
     events, oopses = parse_lines(lines)
     out_events = []
     for ev in events:
-        row: dict[str, Any] = {
-            "kind": str(ev.kind),
-            "line": ev.loc.line,
-            "time": ev.time_text,
-            "host": ev.host,
-            "rank": ev.rank,
-            "pid": ev.pid,
-            "message": ev.message,
-        }
+        row: dict[str, Any] = event_head(ev)
         row.update({k: _jsonable(v) for k, v in ev.fields.items() if k not in ("frames", "frame_offsets")})
         if ev.end_line:
             row["end_line"] = ev.end_line

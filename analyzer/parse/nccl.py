@@ -21,6 +21,7 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from analyzer.model import Event, EventKind, Location, SourceKind
+from analyzer.model.serialize import event_head
 from analyzer.parse._lark import load_parser
 from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, normalize_bus_id
 from analyzer.parse.base import GrammarParser, Region, Trigger
@@ -129,18 +130,7 @@ def parse_text(text: str) -> dict[str, Any]:
         if not any(re.search(t.pattern, line) for t in TRIGGERS):
             continue
         ev = parse_region(Region("<text>", i + 1, tuple(lines[i : i + 2]), "nccl"))[0]
-        events.append(
-            {
-                "kind": str(ev.kind),
-                "line": ev.loc.line,
-                "time": ev.time_text,
-                "host": ev.host,
-                "rank": ev.rank,
-                "pid": ev.pid,
-                "message": ev.message,
-                **ev.fields,
-            }
-        )
+        events.append({**event_head(ev), **ev.fields})
     return {"events": events}
 
 
