@@ -96,6 +96,38 @@ def _again(t: Ticket) -> str:
     return "postmortem saw this failure again.\n\n" + t.body
 
 
+@dataclass(frozen=True, slots=True)
+class _Tracker:
+    """How one tracker's REST API names what `push` uses."""
+
+    body: str  # the issue text
+    number: str  # the issue's number within its project
+    url: str  # the issue's web address
+    comments: str  # the sub-path that comments on an issue
+    labels: Any  # the labels of a new issue, as the API takes them
+    listing: dict[str, Any]  # the query that lists the issues carrying the label
+
+
+_GITHUB = _Tracker("body", "number", "html_url", "comments", [LABEL], {"state": "all", "labels": LABEL})
+_GITLAB = _Tracker("description", "iid", "web_url", "notes", LABEL, {"labels": LABEL, "scope": "all"})
+
+
+def _sync(api: _Api, base: str, tickets: list[Ticket], tr: _Tracker) -> list[Action]:
+    """One issue per fingerprint: created the first time, commented on after."""
+    known = _existing(api, base, tr.listing, tr.body, tr.number)
+    actions = []
+    for t in tickets:
+        if t.fingerprint in known:
+            number, url = known[t.fingerprint]
+            api.call("POST", f"{base}/{number}/{tr.comments}", {"body": _again(t)})
+            actions.append(Action(t.fingerprint, "commented", number, url))
+        else:
+            made = api.call("POST", base, {"title": t.title, tr.body: t.body, "labels": tr.labels})
+            known[t.fingerprint] = (int(made[tr.number]), made.get(tr.url, ""))
+            actions.append(Action(t.fingerprint, "created", int(made[tr.number]), made.get(tr.url, "")))
+    return actions
+
+
 def push_github(tickets: list[Ticket], repo: str, token: str, api_url: str = "https://api.github.com") -> list[Action]:
     if repo.count("/") != 1:
         raise PushError(f"--github {repo!r}: give OWNER/REPO")
@@ -103,33 +135,9 @@ def push_github(tickets: list[Ticket], repo: str, token: str, api_url: str = "ht
         api_url,
         {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"},
     )
-    base = f"/repos/{repo}/issues"
-    known = _existing(api, base, {"state": "all", "labels": LABEL}, "body", "number")
-    actions = []
-    for t in tickets:
-        if t.fingerprint in known:
-            number, url = known[t.fingerprint]
-            api.call("POST", f"{base}/{number}/comments", {"body": _again(t)})
-            actions.append(Action(t.fingerprint, "commented", number, url))
-        else:
-            made = api.call("POST", base, {"title": t.title, "body": t.body, "labels": [LABEL]})
-            known[t.fingerprint] = (int(made["number"]), made.get("html_url", ""))
-            actions.append(Action(t.fingerprint, "created", int(made["number"]), made.get("html_url", "")))
-    return actions
+    return _sync(api, f"/repos/{repo}/issues", tickets, _GITHUB)
 
 
 def push_gitlab(tickets: list[Ticket], project: str, token: str, api_url: str = "https://gitlab.com/api/v4") -> list[Action]:
     api = _Api(api_url, {"PRIVATE-TOKEN": token})
-    base = f"/projects/{urllib.parse.quote(project, safe='')}/issues"
-    known = _existing(api, base, {"labels": LABEL, "scope": "all"}, "description", "iid")
-    actions = []
-    for t in tickets:
-        if t.fingerprint in known:
-            iid, url = known[t.fingerprint]
-            api.call("POST", f"{base}/{iid}/notes", {"body": _again(t)})
-            actions.append(Action(t.fingerprint, "commented", iid, url))
-        else:
-            made = api.call("POST", base, {"title": t.title, "description": t.body, "labels": LABEL})
-            known[t.fingerprint] = (int(made["iid"]), made.get("web_url", ""))
-            actions.append(Action(t.fingerprint, "created", int(made["iid"]), made.get("web_url", "")))
-    return actions
+    return _sync(api, f"/projects/{urllib.parse.quote(project, safe='')}/issues", tickets, _GITLAB)
