@@ -206,12 +206,10 @@ def render_html(report: Report) -> str:
     else:
         out.append(f"<p>{_h(v.explanation)}</p>")
     if ff.file or ff.rank is not None or ff.host:
-        placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
-        approx = ff.time_approx or (ff.time is None and placed is not None and placed.approx)
-        stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
+        fw = layout.first_when(report)
         out.append(
-            f"<p>First failure: {_h(layout.first_who(ff.rank, ff.host, ff.rank_note))}, {escape(stamp)}"
-            + (" (placed by the lines around it)" if approx else "")
+            f"<p>First failure: {_h(layout.first_who(ff.rank, ff.host, ff.rank_note))}, {escape(fw.stamp)}"
+            + (" (placed by the lines around it)" if fw.approx else "")
             + (f", <code>{_n(layout.where(ff.file, ff.line))}</code>" if ff.file else "")
             + "</p>"
         )

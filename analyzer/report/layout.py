@@ -91,6 +91,26 @@ def relative(seconds: float) -> str:
     return f"{delta(abs(seconds))[1:]} {word}"
 
 
+@dataclass(frozen=True, slots=True)
+class FirstWhen:
+    """When the first failure happened: its own time, else where the timeline placed it."""
+
+    time: float | None
+    approx: bool  # borrowed from a neighbour or placed by the lines around it
+
+    @property
+    def stamp(self) -> str:
+        return when(self.time, self.approx)
+
+
+def first_when(report: Report) -> FirstWhen:
+    ff = report.verdict.first_failure
+    placed = next((p for p in placed_timeline(report) if p.is_root), None)
+    if ff.time is not None:
+        return FirstWhen(ff.time, ff.time_approx)
+    return FirstWhen(placed.time if placed else None, ff.time_approx or (placed is not None and placed.approx))
+
+
 def followed(report: Report) -> list[tuple[str, str]]:
     """What followed the first failure: each cascade entry's text and, where both times are
     known, when it came (", 1.0s before")."""

@@ -34,12 +34,11 @@ def render_markdown(report: Report) -> str:
     else:
         out.append(md_text(v.explanation))
         out.append("")
-    placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
-    approx = ff.time_approx or (ff.time is None and placed is not None and placed.approx)
+    fw = layout.first_when(report)
     rows = [
         ("Run dir", md_cell(md_name(report.run_dir))),
         ("First failure", md_text(layout.first_who(ff.rank, ff.host, ff.rank_note))),
-        ("When", md_text(layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx))),
+        ("When", md_text(fw.stamp)),
         ("Where", md_cell(md_name(layout.where(ff.file, ff.line))) if ff.file else "unknown"),
         ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),
         ("Fingerprint", md_code(v.fingerprint)),

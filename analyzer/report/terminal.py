@@ -100,13 +100,11 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
         parts.append(_hang("  ", text, "cyan"))
     else:
         parts.append(_hang("", term_line(v.explanation)))
-    placed = next((p for p in layout.placed_timeline(report) if p.is_root), None)
-    anchor = ff.time if ff.time is not None else (placed.time if placed else None)
+    fw = layout.first_when(report)
+    anchor = fw.time
     if ff.file or ff.rank is not None or ff.host:
-        approx = ff.time_approx or (ff.time is None and placed is not None and placed.approx)
-        stamp = layout.when(ff.time if ff.time is not None else (placed.time if placed else None), approx)
-        first = f"{layout.first_who(ff.rank, ff.host, ff.rank_note)}, {stamp}" + (
-            " (placed by the lines around it)" if approx else ""
+        first = f"{layout.first_who(ff.rank, ff.host, ff.rank_note)}, {fw.stamp}" + (
+            " (placed by the lines around it)" if fw.approx else ""
         )
         parts.append(_hang("First failure  ", first))
         card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
