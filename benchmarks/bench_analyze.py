@@ -127,32 +127,11 @@ def main() -> int:
             size = sum(p.stat().st_size for p in run.iterdir())
             cs, ci = literal_files(tmp)
             print(f"\n{RANKS} rank logs, {size / 2**30:.2f} GiB (written in {time.perf_counter() - t0:.0f} s)")
+            analyze = [env_py, "-m", "analyzer", "analyze", str(run), "--format", "json", "-o"]
             cmds = {
                 "ripgrep (rg -c -F, both cases)": None,
-                "postmortem analyze": [
-                    env_py,
-                    "-m",
-                    "analyzer",
-                    "analyze",
-                    str(run),
-                    "--format",
-                    "json",
-                    "-o",
-                    str(tmp / "r.json"),
-                ],
-                "postmortem analyze --jobs 1": [
-                    env_py,
-                    "-m",
-                    "analyzer",
-                    "analyze",
-                    str(run),
-                    "--format",
-                    "json",
-                    "-o",
-                    str(tmp / "r1.json"),
-                    "--jobs",
-                    "1",
-                ],
+                "postmortem analyze": [*analyze, str(tmp / "r.json")],
+                "postmortem analyze --jobs 1": [*analyze, str(tmp / "r1.json"), "--jobs", "1"],
             }
             rg_cmds = [
                 [rg, "--no-ignore", "-c", "-F", "-f", str(cs), str(run)],
