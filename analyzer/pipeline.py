@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from analyzer.classify.abstain import candidates, failure_evidence, finished, mark_logged
+from analyzer.classify.abstain import candidates, demote_caught, failed, finished, mark_logged
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
@@ -21,7 +21,7 @@ from analyzer.correlate.jobs import several_jobs
 from analyzer.correlate.order import finding_key
 from analyzer.events.ingest import Limits, build_scanner, ingest
 from analyzer.events.normalize import normalize
-from analyzer.model import Category, Event, Finding, Report, Role, SourceInfo, SourceKind, SourceStatus
+from analyzer.model import Category, Event, Finding, Report, SourceInfo
 from analyzer.redact import redact, redact_text, redact_together
 from analyzer.report.build import build_report, fingerprint, first_rank, normalize_text
 from analyzer.signatures.loader import Signature, database, line_patterns
@@ -75,15 +75,11 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
     job = correlate(mark_logged(normalized))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
-    # a traceback the program caught (logged, or its process went on) explains nothing: context at most
-    findings = [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
+    findings = demote_caught(findings)
     standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     several = several_jobs(ingested.sources, job.events)
     warnings = ingested.warnings + rank_notes + job.notes + ([several] if several else [])
-    # with no log read at all there is nothing to say "no failure" about: the verdict stays unknown
-    read_any = any(s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in ingested.sources)
-    failed = bool(failure_evidence(job.events, findings)) or not read_any
     return Analysis(
         run_dir,
         ingested.sources,
@@ -93,7 +89,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         warnings,
         sigs,
         job.single_process,
-        failed,
+        failed(job.events, findings, ingested.sources),
         finished(job.events),
         frozenset(candidates(findings, standalone)),
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from analyzer.model import Category, Event, EventKind, Finding, Role
+from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
 
 # kinds of event that are a failure by themselves
 _FAILURE_KINDS = frozenset(
@@ -112,3 +112,15 @@ def mark_logged(events: list[Event]) -> list[Event]:
             e = replace(e, fields={**e.fields, "caught": True})
         out.append(e)
     return out
+
+
+def demote_caught(findings: list[Finding]) -> list[Finding]:
+    """A traceback the program caught (logged, or its process went on) explains nothing: context at most."""
+    return [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
+
+
+def failed(events: list[Event], findings: list[Finding], sources: list[SourceInfo]) -> bool:
+    """Some event or finding shows a failure; with no log read at all there is nothing to say
+    "no failure" about, so that counts as failed too (the verdict then stays unknown)."""
+    read_any = any(s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in sources)
+    return bool(failure_evidence(events, findings)) or not read_any
