@@ -94,6 +94,11 @@ _STR_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 
 _NEVER = re.compile(r"(?!)")
 
+# what `lines._glued` looks for (a progress bar with a message glued after it), loosened into a
+# superset that Hyperscan finds in one pass: a chunk where neither matches shows as it is, so the
+# (per-bar, costly) exact search runs only on the chunks that may need it
+_GLUED_HINTS = (rb"%\|[^|\n\r]*\| ?[A-Za-z]", rb"<[^\]\n\r]*\] ?[A-Za-z]")
+
 
 class _LazyRegexes:
     """`[i]`: pattern i compiled for str lines on first use (a never-matching one if invalid)."""
@@ -197,6 +202,7 @@ class Scanner:
         self.python_only: list[Pattern] = []  # left to the Python matcher although Hyperscan is used
         self._hs_db: Any = None
         self._hs_scratch: Any = None
+        self._hs_glued: Any = None  # (database, scratch) of _GLUED_HINTS, built on first use
         py_items: list[tuple[int, Pattern, bytes]] = []
         if engine == "hyperscan":
             py_ids = self._build_hyperscan()
@@ -333,6 +339,29 @@ class Scanner:
                 ids = found.setdefault(line_start, set())
             ids.add(pid)
 
+    def _may_differ(self, buf: bytes) -> bool:
+        """Whether the terminal view of a chunk that `needs_view` may differ from the chunk:
+        always with colour codes or redraws; with only progress bars, when a bar may have text
+        glued after it (Hyperscan's loose test; the Python engine always looks)."""
+        if self._hs_db is None or b"\r" in buf or b"\x1b" in buf:
+            return True
+        assert _hs is not None
+        if self._hs_glued is None:
+            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            db.compile(expressions=list(_GLUED_HINTS), flags=[_hs.HS_FLAG_SINGLEMATCH] * 2, ids=[0, 1])
+            self._hs_glued = (db, _hs.Scratch(db))
+        seen: list[int] = []
+
+        def on_match(pid: int, _frm: int, _to: int, _flags: int, _ctx: object) -> bool:
+            seen.append(pid)
+            return True  # one is enough: stop the scan
+
+        try:
+            self._hs_glued[0].scan(buf, match_event_handler=on_match, scratch=self._hs_glued[1])
+        except _hs.error:  # the scan stopped by on_match (ScanTerminated), or failed: look
+            return True
+        return bool(seen)
+
     # -- owners
 
     def owners_of(self, line: str) -> tuple[tuple[str, ...], int]:
@@ -411,7 +440,7 @@ class Scanner:
                 continue
             buf, cut_starts = _bound_long_lines(chunk)
             breaks: list[int] = []
-            if needs_view(buf):  # colour codes, progress-bar redraws: match what a terminal shows
+            if needs_view(buf) and self._may_differ(buf):  # colour codes, progress-bar redraws: match what a terminal shows
                 buf, breaks, removed = terminal_view(buf)
                 cut_starts = {view_offset(removed, c) for c in cut_starts}
             if pending:

@@ -253,3 +253,23 @@ def test_a_match_over_several_lines_is_one_hit_at_its_first_line(engine: str, tm
         (2, ("signatures",), ["the version that was used to compile\nPyTorch (11.8). Please"]),
         (5, ("torchelastic",), ["Failures:"]),
     ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_text_glued_after_a_bar_without_redraws_is_its_own_line(engine: str, tmp_path: Path) -> None:
+    # no CR and no colour code in the chunk: only the progress bars tell that a view is needed
+    pats = [Pattern(r"^Killed$", "signatures"), Pattern(r"^Error", "context")]
+    data = (
+        b" 50%|#####     | 5/10 [00:05<00:05, 1.0it/s]\n"
+        b"100%|##########| 10/10 [00:09<00:00, 1.0it/s]Killed\n"
+        b" 90%|######### |Error in step\n"
+        b"Epoch 1: 100%|##########|Killed\n"
+        b"Killed\n"
+    )
+    got = _run(engine, data, patterns=pats, tmp=tmp_path)
+    assert got == [
+        (2, ("signatures",), ["Killed"]),
+        (3, ("context",), ["Error in step"]),
+        (4, ("signatures",), ["Killed"]),
+        (5, ("signatures",), ["Killed"]),
+    ]
