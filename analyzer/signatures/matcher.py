@@ -8,7 +8,7 @@ import string
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analyzer.model import Event, Finding
+from analyzer.model import Event, EventKind, Finding
 from analyzer.parse.condition import Cond, Op
 from analyzer.signatures.loader import Matcher, Signature
 
@@ -139,14 +139,39 @@ def _gated(cond: Cond, sig: Signature) -> bool:
     return False  # not: says nothing about what must match
 
 
+def _kind_fails(m: Matcher, kind: str) -> bool:
+    """True when the matcher is a plain test of the event's `kind` that this kind fails."""
+    if m.field != "kind" or not m.modifiers <= {"i"} or not all(isinstance(v, str) for v in m.values):
+        return False
+    return not any(kind == v.lower() for v in m.values)
+
+
+def _possible(cond: Cond, sig: Signature, kind: str) -> bool:
+    """False when the condition cannot hold for an event of this kind: one of the selections it
+    needs tests `kind` (plain equality) with other values. True says nothing."""
+    if cond.op == "sel":
+        return not any(_kind_fails(m, kind) for m in sig.selections.get(cond.name, ()))
+    if cond.op == "and":
+        return all(_possible(a, sig, kind) for a in cond.args)
+    if cond.op == "or":
+        return any(_possible(a, sig, kind) for a in cond.args)
+    if cond.op in ("one", "all"):
+        names = [n for n in sig.selections if cond.name == "them" or fnmatch.fnmatchcase(n, cond.name)]
+        possible = [_possible(Cond(Op.SEL, n), sig, kind) for n in names]
+        return any(possible) if cond.op == "one" else bool(names) and all(possible)
+    return True  # not: says nothing about what must match
+
+
 class _Prefilter:
     """One multi-pattern scan over every event's line finds the signatures that can match it;
-    the others are not evaluated (most events are matched by none)."""
+    the others are not evaluated (most events are matched by none). Signatures without such a
+    line gate are evaluated for the event kinds their condition allows only."""
 
     def __init__(self, sigs: list[Signature]) -> None:
         from analyzer.scan import Pattern, Scanner
 
         self.always = [s for s in sigs if not (s.line_patterns and _gated(s.condition, s))]
+        self.always_for = {k: [s for s in self.always if _possible(s.condition, s, k.value)] for k in EventKind}
         gated = [s for s in sigs if s.line_patterns and _gated(s.condition, s)]
         self.by_id = {s.id: s for s in gated}
         self.scanner = Scanner([Pattern(rx, s.id, 0, icase) for s in gated for rx, icase in s.line_patterns])
@@ -197,7 +222,7 @@ def find(signatures: Iterable[Signature], events: Iterable[Event]) -> list[Findi
         if names is None:
             candidates = sigs
         else:
-            candidates = sorted(pre.always + [pre.by_id[n] for n in names], key=lambda s: order[s.id])
+            candidates = sorted(pre.always_for[event.kind] + [pre.by_id[n] for n in names], key=lambda s: order[s.id])
         for sig in candidates:
             groups = match_event(sig, event)
             if groups is None:
