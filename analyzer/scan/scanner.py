@@ -76,6 +76,7 @@ class ScanResult:
     long_lines: int = 0
     capped_at: int = 0  # the line where MAX_REGIONS was reached (0: never)
     not_examined: int = 0  # lines after the chunk that reached MAX_REGIONS, not looked at
+    uncapped: list[tuple[str, ...]] = field(default_factory=list)  # a part's scan: each hit's owners before the caps per owner
 
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
@@ -368,6 +369,26 @@ class Scanner:
         """Which owners' patterns match this line, and the largest block they ask for."""
         return self._owners_among(line, self._all_ids)
 
+    def _possible_ids(self, text: str) -> set[int] | None:
+        """The patterns that may match somewhere in `text`, which may hold several lines: those
+        the engine finds in its bytes (a superset: the same bytes, `^` and `$` looser); None
+        where `str` and `bytes` semantics may differ (text that is not plain ASCII)."""
+        if not text.isascii() or _STR_ONLY_SPACE.search(text):
+            return None
+        return set().union(*self._candidates(text.encode("ascii")).values())
+
+    def possible_owners(self, text: str) -> set[str] | None:
+        """The owners whose patterns may match somewhere in `text` (see _possible_ids)."""
+        ids = self._possible_ids(text)
+        if ids is None:
+            return None
+        return {self._owner_names[self._pat_owner[i]] for i in ids}
+
+    def _owners_of_text(self, text: str) -> tuple[tuple[str, ...], int]:
+        """owners_of for a text of several lines, checking only the patterns that may match."""
+        ids = self._possible_ids(text)
+        return self.owners_of(text) if ids is None else self._owners_among(text, ids)
+
     def _owners_among(self, line: str, ids: Iterable[int]) -> tuple[tuple[str, ...], int]:
         """Like owners_of, checking only the patterns `ids` (the others cannot match the line)."""
         res = self._str_res
@@ -425,7 +446,44 @@ class Scanner:
                     out.append((s, e))
         return out
 
-    def scan(self, chunks: Iterable[bytes]) -> ScanResult:
+    def _view(self, chunk: bytes) -> tuple[bytes, set[int], list[int]]:
+        """The chunk as the scan reads it (long lines cut, the terminal view), the offsets of
+        the cut lines there, and the line breaks the view added."""
+        buf, cut_starts = _bound_long_lines(chunk)
+        breaks: list[int] = []
+        if needs_view(buf) and self._may_differ(buf):  # colour codes, progress-bar redraws: match what a terminal shows
+            buf, breaks, removed = terminal_view(buf)
+            cut_starts = {view_offset(removed, c) for c in cut_starts}
+        return buf, cut_starts, breaks
+
+    def join(self, parts: list[ScanResult]) -> ScanResult | None:
+        """The result of one scan over a file, from the results of its consecutive parts (each
+        scanned with `part=True`); None when the limit of MAX_REGIONS decides what is kept (the
+        file is then scanned whole)."""
+        out = ScanResult()
+        per_owner: dict[str, int] = dict.fromkeys(self.caps, 0)
+        for part in parts:
+            if part.capped_at or part.dropped:
+                return None
+            for hit, owners in zip(part.hits, part.uncapped, strict=True):
+                if per_owner:  # the caps per owner, counted over the whole file, as one scan does
+                    owners = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
+                    for o in owners:
+                        if o in per_owner:
+                            per_owner[o] += 1
+                if owners:
+                    if len(out.hits) >= MAX_REGIONS:
+                        return None
+                    out.hits.append(Hit(hit.line_no + out.lines, owners, hit.lines, hit.want))
+            out.lines += part.lines
+            out.bytes += part.bytes
+            out.long_lines += part.long_lines
+        return out
+
+    def scan(self, chunks: Iterable[bytes], tail: Iterable[bytes] = (), part: bool = False) -> ScanResult:
+        """The hits of the chunks (a file, or a part of one). `tail`: the chunks after a part, read
+        only as far as its last blocks need. `part`: keep each hit's owners before the caps per
+        owner (`uncapped`) for `join`, which applies them over the whole file."""
         result = ScanResult()
         pending: list[Hit] = []
         per_owner: dict[str, int] = dict.fromkeys(self.caps, 0)
@@ -438,11 +496,7 @@ class Scanner:
                 result.not_examined += n
                 line_base += n
                 continue
-            buf, cut_starts = _bound_long_lines(chunk)
-            breaks: list[int] = []
-            if needs_view(buf) and self._may_differ(buf):  # colour codes, progress-bar redraws: match what a terminal shows
-                buf, breaks, removed = terminal_view(buf)
-                cut_starts = {view_offset(removed, c) for c in cut_starts}
+            buf, cut_starts, breaks = self._view(chunk)
             if pending:
                 pending = self._feed_pending(pending, buf, 0)
             found = self._candidates(buf)
@@ -463,7 +517,7 @@ class Scanner:
                 if multi:
                     for s, e in self._cross_line(buf, start, end, multi):
                         rtext, rcut = _decode(buf[s:e])
-                        owners, block = self.owners_of(rtext)
+                        owners, block = self._owners_of_text(rtext)
                         if owners:  # the match runs over several lines: one hit, at its first line, as one text
                             items[s] = (e, rtext, rcut, owners, block)
             seen_pos, seen_lines = 0, line_base
@@ -475,6 +529,7 @@ class Scanner:
                     seen_lines -= added_before(breaks, start) - added_before(breaks, seen_pos)
                 seen_pos = start
                 line_no = seen_lines + 1
+                uncapped = owners
                 if per_owner:
                     kept = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
                     for o in kept:
@@ -485,6 +540,8 @@ class Scanner:
                     if len(result.hits) < MAX_REGIONS:
                         hit = Hit(line_no, owners, [text], block)
                         result.hits.append(hit)
+                        if part:
+                            result.uncapped.append(uncapped)
                         if block:
                             pending.extend(self._feed_pending([hit], buf, end + 1))
                     else:
@@ -494,6 +551,11 @@ class Scanner:
             if chunk and not chunk.endswith(b"\n"):
                 line_base += 1
         result.lines = line_base
+        if pending and not result.capped_at:  # blocks that go on into the next part
+            for chunk in tail:
+                pending = self._feed_pending(pending, self._view(chunk)[0], 0)
+                if not pending:
+                    break
         return result
 
     @staticmethod
