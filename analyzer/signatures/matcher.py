@@ -8,7 +8,7 @@ import string
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analyzer.model import Event, EventKind, Finding
+from analyzer.model import Event, Finding
 from analyzer.parse.condition import Cond, Op
 from analyzer.signatures.loader import Matcher, Signature
 
@@ -139,50 +139,94 @@ def _gated(cond: Cond, sig: Signature) -> bool:
     return False  # not: says nothing about what must match
 
 
-def _kind_fails(m: Matcher, kind: str) -> bool:
-    """True when the matcher is a plain test of the event's `kind` that this kind fails."""
+_CORE_FIELDS = ("message", "text", "kind", "rank", "host", "pid", "file")
+
+
+def _present(event: Event) -> frozenset[str]:
+    """The fields of the event that hold a value a matcher can test (see _values_of)."""
+    names = [n for n in _CORE_FIELDS if event.get(n) is not None]
+    names += [k for k, v in event.fields.items() if v is not None and not (isinstance(v, list | tuple | set) and not v)]
+    return frozenset(names)
+
+
+def _fails(m: Matcher, kind: str, present: frozenset[str]) -> bool:
+    """True when the matcher cannot hold for an event of this kind with these fields: a test of
+    a field that it lacks, or a plain test of `kind` that this kind fails."""
+    if "exists" in m.modifiers:
+        return False
+    if m.field not in present:
+        return True
     if m.field != "kind" or not m.modifiers <= {"i"} or not all(isinstance(v, str) for v in m.values):
         return False
     return not any(kind == v.lower() for v in m.values)
 
 
-def _possible(cond: Cond, sig: Signature, kind: str) -> bool:
-    """False when the condition cannot hold for an event of this kind: one of the selections it
-    needs tests `kind` (plain equality) with other values. True says nothing."""
+def _line_gated(matchers: tuple[Matcher, ...]) -> bool:
+    """True when the selection's first message/text matcher gave the signature a line pattern
+    (loader._line_patterns): the selection cannot hold unless one of those patterns matches."""
+    for m in matchers:
+        if m.field in ("message", "text"):
+            return "re" in m.modifiers or bool(m.modifiers & {"contains", "startswith", "endswith", "equals"}) or not m.modifiers
+    return False
+
+
+def _possible(cond: Cond, sig: Signature, kind: str, present: frozenset[str], line_hit: bool) -> bool:
+    """False when the condition cannot hold for an event of this kind and these fields, whose
+    line matched one of the signature's line patterns or not (`line_hit`): a selection it needs
+    has a matcher that fails (_fails), or is gated by a line pattern that did not match. True
+    says nothing."""
     if cond.op == "sel":
-        return not any(_kind_fails(m, kind) for m in sig.selections.get(cond.name, ()))
+        matchers = sig.selections.get(cond.name, ())
+        if not line_hit and _line_gated(matchers):
+            return False
+        return not any(_fails(m, kind, present) for m in matchers)
     if cond.op == "and":
-        return all(_possible(a, sig, kind) for a in cond.args)
+        return all(_possible(a, sig, kind, present, line_hit) for a in cond.args)
     if cond.op == "or":
-        return any(_possible(a, sig, kind) for a in cond.args)
+        return any(_possible(a, sig, kind, present, line_hit) for a in cond.args)
     if cond.op in ("one", "all"):
         names = [n for n in sig.selections if cond.name == "them" or fnmatch.fnmatchcase(n, cond.name)]
-        possible = [_possible(Cond(Op.SEL, n), sig, kind) for n in names]
+        possible = [_possible(Cond(Op.SEL, n), sig, kind, present, line_hit) for n in names]
         return any(possible) if cond.op == "one" else bool(names) and all(possible)
-    return True  # not: says nothing about what must match
+    return True  # not: says nothing about what must match (and its selections gave no line pattern)
 
 
 class _Prefilter:
     """One multi-pattern scan over every event's line finds the signatures that can match it;
     the others are not evaluated (most events are matched by none). Signatures without such a
-    line gate are evaluated for the event kinds their condition allows only."""
+    line gate are evaluated only for the event kinds and fields their condition allows."""
 
     def __init__(self, sigs: list[Signature]) -> None:
         from analyzer.scan import Pattern, Scanner
 
         self.always = [s for s in sigs if not (s.line_patterns and _gated(s.condition, s))]
-        self.always_for = {k: [s for s in self.always if _possible(s.condition, s, k.value)] for k in EventKind}
+        self._always_for: dict[tuple[str, frozenset[str], frozenset[str]], list[Signature]] = {}
         gated = [s for s in sigs if s.line_patterns and _gated(s.condition, s)]
         self.by_id = {s.id: s for s in gated}
-        self.scanner = Scanner([Pattern(rx, s.id, 0, icase) for s in gated for rx, icase in s.line_patterns])
+        self.always_ids = frozenset(s.id for s in self.always if s.line_patterns)
+        scanned = gated + [s for s in self.always if s.line_patterns]
+        self.scanner = Scanner([Pattern(rx, s.id, 0, icase) for s in scanned for rx, icase in s.line_patterns])
+
+    def always_for(self, event: Event, hits: set[str]) -> list[Signature]:
+        """The signatures without a line gate that can match an event of this kind and fields,
+        whose line matched the line patterns of the signatures `hits`."""
+        kind, present, hit = event.kind.value, _present(event), self.always_ids.intersection(hits)
+        key = (kind, present, hit)
+        sigs = self._always_for.get(key)
+        if sigs is None:
+            sigs = [s for s in self.always if _possible(s.condition, s, kind, present, s.id in hit)]
+            self._always_for[key] = sigs
+        return sigs
 
     def candidates(self, events: list[Event]) -> list[set[str] | None]:
         """Per event, the gated signatures whose patterns match its line (None: evaluate all)."""
         lines: list[bytes] = []
-        multi: set[int] = set()
+        multi: dict[int, set[str] | None] = {}
         for i, e in enumerate(events):
             if "\n" in e.message or "\n" in e.text or "\r" in e.message:
-                multi.add(i)
+                # a text of several lines: the signatures whose patterns may match anywhere in it
+                in_message, in_text = self.scanner.possible_owners(e.message), self.scanner.possible_owners(e.text)
+                multi[i] = None if in_message is None or in_text is None else in_message | in_text
                 lines += [b"", b""]
                 continue
             lines += [e.message.encode("utf-8", "replace"), e.text.encode("utf-8", "replace")]
@@ -193,8 +237,8 @@ class _Prefilter:
             bucket = found[i]
             if bucket is not None:
                 bucket.update(hit.owners)
-        for i in multi:
-            found[i] = None
+        for i, possible in multi.items():
+            found[i] = possible
         return found
 
 
@@ -222,7 +266,9 @@ def find(signatures: Iterable[Signature], events: Iterable[Event]) -> list[Findi
         if names is None:
             candidates = sigs
         else:
-            candidates = sorted(pre.always_for[event.kind] + [pre.by_id[n] for n in names], key=lambda s: order[s.id])
+            candidates = sorted(
+                pre.always_for(event, names) + [pre.by_id[n] for n in names if n in pre.by_id], key=lambda s: order[s.id]
+            )
         for sig in candidates:
             groups = match_event(sig, event)
             if groups is None:
