@@ -5,14 +5,13 @@ Every problem with a file becomes a note on its `sources` entry and the analysis
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import cache
 
+from analyzer.events.filescan import FileResult, events_from_hits, scan_file, with_source_kind
+from analyzer.events.parallel import read_ahead, scanned, workers_for
 from analyzer.events.placement import (  # noqa: F401  (CONTEXT_PATTERN and the owners are part of this module's interface)
     CONTEXT_CAP,
     CONTEXT_OWNER,
@@ -30,15 +29,13 @@ from analyzer.events.placement import (  # noqa: F401  (CONTEXT_PATTERN and the 
     version_fields,
 )
 from analyzer.model import Event, EventKind, Location, SourceInfo, SourceKind, SourceStatus
-from analyzer.parse.base import Parser, Region
+from analyzer.parse.base import Parser
 from analyzer.parse.core_event import core_events
-from analyzer.parse.prefix import split_prefix
-from analyzer.parse.registry import for_source, parsers, region_parser, triggers
+from analyzer.parse.registry import for_source, triggers
 from analyzer.scan import Pattern, Scanner
-from analyzer.scan.scanner import MAX_REGIONS, Hit
 from analyzer.sources.discover import SourceFile
 from analyzer.sources.flight_recorder import read_dump
-from analyzer.sources.reader import ReadProblem, ReadStats, iter_chunks, read_text_limited
+from analyzer.sources.reader import read_text_limited
 
 WHOLE_FILE_LIMIT = 16 << 20
 GDB_TEXT_LIMIT = 4 << 20  # a saved backtrace; more is a flood of frames, parsed in quadratic-ish time
@@ -107,176 +104,17 @@ def _build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
     return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP, IDENTITY_OWNER: IDENTITY_CAP})
 
 
-@cache
-def _owner_order() -> dict[str, int]:
-    return {stem: i for i, stem in enumerate(parsers())}
-
-
-def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | None, kind: SourceKind) -> list[Event]:
-    """Parse what the scan marked in one file; every event carries the source kind."""
-    events: list[Event] = []
-    order = _owner_order()
-    covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
-    for hit in hits:
-        owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
-        line_owner = bool({SIGNATURE_OWNER, CONTEXT_OWNER, OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER} & set(hit.owners))
-        if not owners and not line_owner:
-            continue  # inside a block its parser already read
-        parsed_here: list[Event] = []
-        for owner in owners:
-            region = Region(file, hit.line_no, tuple(hit.lines), owner, rank, host)
-            try:
-                produced = region_parser(owner)(region)
-            except Exception as exc:  # a parser bug must not stop the analysis
-                produced = [
-                    Event(
-                        EventKind.UNPARSED,
-                        Location(file, hit.line_no),
-                        hit.lines[0],
-                        hit.lines[0].strip(),
-                        rank=rank,
-                        host=host,
-                        fields={"note": f"{owner} parser failed: {type(exc).__name__}: {exc}"},
-                    )
-                ]
-            if produced:
-                parsed_here = produced
-                ends = [ev.end_line for ev in produced if ev.end_line]
-                if ends:
-                    covered[owner] = max(covered.get(owner, 0), *ends)
-                break
-        only_unparsed = all(e.kind == EventKind.UNPARSED for e in parsed_here)
-        if line_owner and only_unparsed:
-            p = split_prefix(hit.lines[0])
-            line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
-            fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
-            if OUTCOME_OWNER in hit.owners:
-                fields["outcome"] = "succeeded"
-            if VERSIONS_OWNER in hit.owners:
-                fields.update(version_fields(p.message))
-            if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER}:
-                fields["bookkeeping"] = True  # how the job ended, who is who: no failure's wording
-            if IDENTITY_OWNER in hit.owners:
-                for name, value in IDENTITY_RE.findall(p.message):
-                    fields[f"env_{name.lower()}"] = int(value)
-            parsed_here = [
-                Event(
-                    EventKind.LINE,
-                    Location(file, hit.line_no),
-                    hit.lines[0],
-                    p.message.strip(),
-                    rank=line_rank,
-                    host=p.host or host,
-                    pid=p.pid,
-                    time_text=p.time_text,
-                    fields=fields,
-                )
-            ]
-        events.extend(_with_source_kind(placed(ev, hit, rank), kind, keep=True) for ev in parsed_here)
-    return events
-
-
-def _with_source_kind(ev: Event, kind: SourceKind, keep: bool = False) -> Event:
-    """The event with the kind of file it came from (`source_kind`); `keep`: unless it has one."""
-    if keep and "source_kind" in ev.fields:
-        return ev
-    return replace(ev, fields={**ev.fields, "source_kind": str(kind)})
-
-
-@dataclass
-class _FileResult:
-    events: list[Event]
-    info: SourceInfo
-    bytes_read: int
-    limit_hit: bool
-
-
-def _scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, deadline: float) -> _FileResult:
-    """Scan and parse one text file within `limit` content bytes and `deadline`."""
-    stats = ReadStats(limit_name="the size limit per file" if per_file else "the size limit for the whole run dir")
-    if time.monotonic() > deadline:
-        info = SourceInfo(
-            src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "not read: the time budget was spent", src.rank, src.host
-        )
-        return _FileResult([], info, 0, False)
-    chunks = iter_chunks(
-        src.path,
-        src.compression,
-        stats=stats,
-        limit=limit,
-        deadline=deadline,
-        expect=src.file_id,
-        follow=src.via_symlink,
-        member=src.member,
-    )
-    try:
-        result = scanner.scan(chunks)
-    except ReadProblem as exc:
-        info = SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host)
-        return _FileResult([], info, stats.bytes, False)
-    notes = stats.notes()
-    if result.dropped:
-        notes.append(f"{result.dropped} more interesting lines not parsed (limit reached)")
-    if result.not_examined:
-        notes.append(
-            f"{result.not_examined} line(s) after line {result.capped_at} not examined (the limit of "
-            f"{MAX_REGIONS} interesting lines per file was reached)"
-        )
-    if result.long_lines:
-        notes.append(f"{result.long_lines} very long line{'s' if result.long_lines != 1 else ''} cut at 64 KiB")
-    events = events_from_hits(result.hits, src.rel, src.rank, src.host, src.kind)
-    info = SourceInfo(src.rel, src.kind, src.size, result.lines, SourceStatus.PARSED, "; ".join(notes), src.rank, src.host)
-    return _FileResult(events, info, stats.bytes, bool(stats.limit_hit))
-
-
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _Budget | None = None) -> None:
     budget = budget or _Budget(Limits())
     limit = budget.file_limit()
-    r = _scan_file(src, scanner, limit, limit >= budget.limits.file_bytes, budget.deadline)
+    r = scan_file(src, scanner, limit, limit >= budget.limits.file_bytes, budget.deadline)
     _take(r, out, budget)
 
 
-def _take(r: _FileResult, out: Ingested, budget: _Budget) -> None:
+def _take(r: FileResult, out: Ingested, budget: _Budget) -> None:
     budget.bytes_left -= r.bytes_read
     out.events.extend(r.events)
     out.sources.append(r.info)
-
-
-# --- both cores: text files scanned in worker processes, merged in the run dir's order ----------
-
-PARALLEL_MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
-_worker_scanner: Scanner | None = None
-
-
-def _scanned(src: SourceFile) -> bool:
-    """A file read by the scan (not a core, not one that its parser reads whole)."""
-    if src.status != SourceStatus.PENDING or src.kind is SourceKind.CORE_DUMP:
-        return False
-    parser = for_source(src.kind)
-    return parser is None or parser.whole_file is None
-
-
-def _worker(task: tuple[SourceFile, int, float]) -> _FileResult:
-    src, limit, deadline = task
-    assert _worker_scanner is not None
-    return _scan_file(src, _worker_scanner, limit, True, deadline)
-
-
-def workers_for(sources: list[SourceFile], wanted: int | None = None) -> int:
-    """How many processes to scan with: 1 unless there are several idle CPUs, several text files
-    and enough bytes to be worth it (`wanted` sets the number: 1 turns it off)."""
-    texts = [s for s in sources if _scanned(s)]
-    if len(texts) < 2 or sum(s.size for s in texts) < PARALLEL_MIN_BYTES:
-        return 1
-    if wanted is not None:
-        return max(1, min(wanted, len(texts), 8))
-    try:
-        cpus = len(os.sched_getaffinity(0))
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        cpus, busy = os.cpu_count() or 1, 0.0
-    idle = int(cpus - busy + 0.5)  # CPUs other processes leave free: workers on busy CPUs only add overhead
-    return max(1, min(cpus, idle, len(texts), 8))
 
 
 def ingest_whole_file(src: SourceFile, parser: Parser, out: Ingested) -> None:
@@ -286,7 +124,7 @@ def ingest_whole_file(src: SourceFile, parser: Parser, out: Ingested) -> None:
     limit = GDB_TEXT_LIMIT if src.kind is SourceKind.GDB_BACKTRACE else WHOLE_FILE_LIMIT
     text, cut = read_text_limited(src.path, src.compression, limit, expect=src.file_id, follow=src.via_symlink, member=src.member)
     events, problem = parser.whole_file(text, src.rel, src.rank, src.host)
-    out.events.extend(_with_source_kind(ev, src.kind) for ev in events)
+    out.events.extend(with_source_kind(ev, src.kind) for ev in events)
     status = SourceStatus.ERROR if problem else SourceStatus.PARSED
     note = problem or (f"cut at {limit >> 20} MiB" if cut else "")
     out.sources.append(SourceInfo(src.rel, src.kind, src.size, text.count("\n") + 1, status, note, src.rank, src.host))
@@ -364,24 +202,8 @@ def ingest(
     out = Ingested()
     budget = _Budget(limits or Limits())
     n = workers_for(sources, workers)
-    ahead: Iterator[_FileResult] | None = None
-    pool = None
-    # not inside a pool's worker (a daemon may not have children: triage runs analyses in pools)
-    if n > 1 and "fork" in multiprocessing.get_all_start_methods() and not multiprocessing.current_process().daemon:
-        global _worker_scanner
-        _worker_scanner = scanner
-        tasks = [(s, budget.limits.file_bytes, budget.deadline) for s in sources if _scanned(s)]
-        try:
-            pool = multiprocessing.get_context("fork").Pool(n)
-            ahead = pool.imap(_worker, tasks, chunksize=1)
-        except (OSError, AssertionError):  # no processes to be had: one process reads it all
-            pool, ahead = None, None
-    try:
+    with read_ahead(sources, scanner, n, budget.limits.file_bytes, budget.deadline) as ahead:
         _ingest_all(sources, scanner, core_timeout, budget, out, ahead)
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
     return out
 
 
@@ -391,12 +213,12 @@ def _ingest_all(
     core_timeout: float,
     budget: _Budget,
     out: Ingested,
-    ahead: Iterator[_FileResult] | None,
+    ahead: Iterator[FileResult] | None,
 ) -> None:
     for src in sources:
         # a text file read ahead by a worker: its result is taken in this order, as one process
         # would have read it (read again here only when the run dir's size limit cuts it)
-        early = next(ahead) if ahead is not None and _scanned(src) else None
+        early = next(ahead) if ahead is not None and scanned(src) else None
         if src.status in (SourceStatus.SKIPPED, SourceStatus.ERROR):
             note = src.note
             if src.status == SourceStatus.SKIPPED and _CORE_NAME.search(src.rel) and src.kind is SourceKind.OTHER:

@@ -54,6 +54,10 @@ class ReadProblem(Exception):
     """A file could not be read to its end; what was read before stays valid."""
 
 
+class Unplaced(ReadProblem):
+    """A part of a file (`iter_chunks`' start) that cannot be read apart from what comes before."""
+
+
 @dataclass
 class ReadStats:
     """What a read left out, for the file's note."""
@@ -204,14 +208,24 @@ def iter_chunks(
     expect: FileId | None = None,
     follow: bool = True,
     member: tuple[str, str | None, str] | None = None,
+    start: int = 0,
+    stop: int | None = None,
 ) -> Iterator[bytes]:
     """Chunks of the content that always end on a line boundary (except, perhaps, the last one).
 
     At most `limit` content bytes are read (the read stops at the last line end before it), and
     none after `deadline` (time.monotonic()); a line longer than MAX_LINE_BYTES keeps its head
     and ends there. `stats` records what was left out. A file that cannot be opened, or is not
-    the regular file that was listed, raises ReadProblem."""
+    the regular file that was listed, raises ReadProblem.
+
+    `start` and `stop` (multiples of `chunk`; a plain file only) give a part of the file: the
+    chunks that a read from the beginning gives for the `chunk`-sized reads in [start, stop),
+    the same bytes, so that parts read apart put together are the whole. A part whose start
+    cannot be placed so (no line end in the `chunk` bytes before it) raises Unplaced."""
     st = stats if stats is not None else ReadStats()
+    if start or stop is not None:
+        if compression is not None or member is not None or start % chunk or (stop is not None and stop % chunk):
+            raise ValueError("only a plain file is read in parts, at multiples of the chunk size")
     if member is not None:  # (archive kind, the archive's compression, name): a member, read in place
         from analyzer.sources.archive import open_member
 
@@ -224,8 +238,21 @@ def iter_chunks(
     carry = b""
     skipping = False  # inside the rest of an over-long line
     given = 0
+    at = start  # where the next read begins (a plain file)
     with raw:
+        if start:
+            try:
+                raw.seek(start - chunk)
+                before = raw.read(chunk)
+            except OSError as exc:
+                raise ReadProblem(f"read failed: {exc.strerror or exc}") from exc
+            nl = before.rfind(b"\n")
+            if len(before) < chunk or nl < 0:
+                raise Unplaced(f"no line end in the {chunk} bytes before offset {start}")
+            carry = before[nl + 1 :]  # what a read from the beginning carries into this part
+            given = start - len(carry)
         for data in _content(raw, compression, st, chunk):
+            at += len(data)
             if deadline is not None and time.monotonic() > deadline:
                 st.out_of_time = True
                 break
@@ -258,8 +285,8 @@ def iter_chunks(
                 given += len(body)
                 st.bytes = given
                 yield body
-            if st.limit_hit:
-                return
+            if st.limit_hit or (stop is not None and at >= stop):
+                return  # a part: what is carried on belongs to the next one
     if carry:
         st.bytes = given + len(carry)
         yield carry
