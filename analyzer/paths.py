@@ -10,6 +10,7 @@ import os
 import stat
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 _PKG = Path(__file__).resolve().parent
 
@@ -28,6 +29,15 @@ def grammar_path(stem: str) -> Path:
 
 def signatures_dir() -> Path:
     return data_root() / "signatures"
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML data file of our own (safe loading; libyaml's loader when it is there: several of
+    these files are read by every analysis and the pure-Python loader took a tenth of a second)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
 
 
 def report_schema_path() -> Path:

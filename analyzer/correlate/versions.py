@@ -11,11 +11,9 @@ import re
 from collections import defaultdict
 from functools import cache
 
-import yaml
-
 from analyzer.correlate.order import ranges, sort_key
 from analyzer.model import Event, EventKind
-from analyzer.paths import signatures_dir
+from analyzer.paths import read_yaml, signatures_dir
 
 COMPONENTS = {
     "nccl_version": "NCCL",
@@ -91,7 +89,7 @@ def _version_key(text: str) -> tuple[int, ...]:
 
 @cache
 def _minimum_driver() -> list[tuple[tuple[int, ...], str]]:
-    data = yaml.safe_load((signatures_dir() / "cuda_driver.yaml").read_text(encoding="utf-8"))
+    data = read_yaml(signatures_dir() / "cuda_driver.yaml")
     table = [(_version_key(str(driver)), str(cuda)) for cuda, driver in data["minimum_driver"].items()]
     return sorted(table, reverse=True)
 

@@ -20,7 +20,7 @@ import yaml
 from analyzer.cachefile import read_json, write_json
 from analyzer.model import Category, Role, Scope
 from analyzer.parse.condition import Cond, ConditionError, parse_condition
-from analyzer.paths import cache_dir, signatures_dir
+from analyzer.paths import cache_dir, read_yaml, signatures_dir
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -109,7 +109,7 @@ class Problem:
 
 @cache
 def _taxonomy_file(root: Path | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(((root or signatures_dir()) / "taxonomy.yaml").read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_yaml((root or signatures_dir()) / "taxonomy.yaml")
     return data
 
 

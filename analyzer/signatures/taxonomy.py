@@ -8,9 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from analyzer.paths import signatures_dir
+from analyzer.paths import read_yaml, signatures_dir
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +41,7 @@ class Hint:
 
 @cache
 def _read(root: Path | None) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(((root or signatures_dir()) / "taxonomy.yaml").read_text(encoding="utf-8"))
+    data: dict[str, Any] = read_yaml((root or signatures_dir()) / "taxonomy.yaml")
     return data
 
 

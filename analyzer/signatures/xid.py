@@ -14,10 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from analyzer.model import Category, Event, EventKind, Finding, Role
-from analyzer.paths import signatures_dir
+from analyzer.paths import read_yaml, signatures_dir
 
 CAUSE_CLASSES = ("hardware", "driver_firmware", "application", "sympathetic")
 
@@ -77,7 +75,7 @@ def _info(number: int, raw: dict[str, Any]) -> XidInfo:
 @cache
 def _table(path: Path | None = None) -> tuple[dict[int, XidInfo], dict[int, dict[str, str]]]:
     source = path or signatures_dir() / "xid.yaml"
-    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    data = read_yaml(source)
     infos = {int(n): _info(int(n), raw) for n, raw in (data.get("xids") or {}).items()}
     actions = {int(n): {k: str(v) for k, v in raw.items()} for n, raw in (data.get("recovery_actions") or {}).items()}
     return infos, actions
