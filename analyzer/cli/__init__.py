@@ -50,7 +50,11 @@ def main() -> None:
 @click.option("--time-budget", type=float, default=900.0, show_default=True, help="Seconds for reading the whole run dir.")
 @click.option("--core-budget", type=float, default=300.0, show_default=True, help="Seconds for all cores together.")
 @click.option(
-    "--jobs", "-j", type=click.IntRange(1, 64), default=None, help="Processes that scan files (default: the idle CPUs)."
+    "--jobs",
+    "-j",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Processes that scan a big run dir (default: every CPU; 1: one process).",
 )
 def analyze(
     run_dir: Path,
