@@ -11,8 +11,13 @@ temp dir. Then, in the same run and alternating, with the page cache warm:
   literals (`rg -c -F -f`, the caseless ones in a second `rg -i`), i.e. ripgrep doing the literal
   part of the work over the same files.
 
-Reported: the median wall time of `--repeat` runs, the ratio to ripgrep's time, the CPU time, and the peak RSS
-(GNU time's %M: the largest resident set of the process and the workers it waited for).
+`analyze` runs with its bytecode compiled once beforehand (into the temp dir), as an installed
+package does; one run before the timed ones fills that and the scan database's cache.
+
+Reported: the median wall time of `--repeat` runs, the ratio to ripgrep's time, the CPU time, the
+peak RSS (GNU time's %M: the largest resident set of any one process: the main one or a worker),
+and the peak of the PSS of the main process and its workers summed (sampled every 10 ms; pages a
+forked worker shares with its parent counted once).
 The machine may be shared: ratios measured in the same run are what to compare, not seconds.
 Usage: python benchmarks/bench_analyze.py [--gib 1 4] [--repeat 3] [--tmp /tmp]
 """
@@ -94,16 +99,51 @@ def literal_files(tmp: Path) -> tuple[Path, Path]:
     return a, b
 
 
-def timed(cmd: list[str]) -> tuple[float, int, float]:
-    """Wall seconds, peak RSS (KiB) and CPU seconds (user + system, with the children waited
-    for) of a command run under GNU time."""
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return out
+
+
+def _pss_kib(pids: list[int]) -> int:
+    """The proportional set size of these processes together (pages shared by a forked worker
+    and its parent counted once)."""
+    total = 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("Pss:")), 0)
+        except OSError:
+            continue
+    return total
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, float, int]:
+    """Wall seconds, peak RSS (KiB: the largest single process, GNU time's %M), CPU seconds (user
+    + system, with the children waited for) and the peak of the summed PSS of the process and
+    all its workers (KiB, sampled every 10 ms) of a command run under GNU time."""
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *cmd], capture_output=True, text=True)
+    proc = subprocess.Popen(
+        ["/usr/bin/time", "-f", "%M %U %S", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    )
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _pss_kib(_tree(proc.pid)[1:]))  # not GNU time itself
+        time.sleep(0.01)
     secs = time.perf_counter() - start
+    stderr = proc.stderr.read() if proc.stderr else ""
     if proc.returncode not in (0, 1):  # rg: 1 = no match
-        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    rss, user, sys_ = proc.stderr.strip().splitlines()[-1].split()
-    return secs, int(rss), float(user) + float(sys_)
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {stderr[-2000:]}")
+    rss, user, sys_ = stderr.strip().splitlines()[-1].split()
+    return secs, int(rss), float(user) + float(sys_), peak
 
 
 def main() -> int:
@@ -128,6 +168,10 @@ def main() -> int:
             cs, ci = literal_files(tmp)
             print(f"\n{RANKS} rank logs, {size / 2**30:.2f} GiB (written in {time.perf_counter() - t0:.0f} s)")
             analyze = [env_py, "-m", "analyzer", "analyze", str(run), "--format", "json", "-o"]
+            # as an installed package runs: its modules' bytecode compiled once (pip does that at
+            # install), here into the temp dir, whatever PYTHONDONTWRITEBYTECODE says
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
             cmds = {
                 "ripgrep (rg -c -F, both cases)": None,
                 "postmortem analyze": [*analyze, str(tmp / "r.json")],
@@ -139,29 +183,32 @@ def main() -> int:
             ]
             for c in rg_cmds:  # warm the page cache
                 timed(c)
+            timed([*analyze, str(tmp / "r.json")], env)  # and the bytecode and scan caches
             times: dict[str, list[float]] = {k: [] for k in cmds}
             rss: dict[str, int] = dict.fromkeys(cmds, 0)
+            pss: dict[str, int] = dict.fromkeys(cmds, 0)
             cpu: dict[str, list[float]] = {k: [] for k in cmds}
             for _ in range(args.repeat):
                 for name, cmd in cmds.items():
                     if cmd is None:
                         secs = used = 0.0
                         for c in rg_cmds:
-                            s, m, u = timed(c)
+                            s, m, u, p = timed(c)
                             secs += s
                             used += u
-                            rss[name] = max(rss[name], m)
+                            rss[name], pss[name] = max(rss[name], m), max(pss[name], p)
                     else:
-                        secs, m, used = timed(cmd)
-                        rss[name] = max(rss[name], m)
+                        secs, m, used, p = timed(cmd, env)
+                        rss[name], pss[name] = max(rss[name], m), max(pss[name], p)
                     times[name].append(secs)
                     cpu[name].append(used)
             ref = statistics.median(times["ripgrep (rg -c -F, both cases)"])
             for name in cmds:
                 med = statistics.median(times[name])
                 print(
-                    f"  {name:<34} {med:7.2f} s  x{med / ref:.2f} ripgrep  peak RSS {rss[name] / 1024:6.0f} MiB  "
-                    f"CPU {statistics.median(cpu[name]):6.2f} s  runs {[round(t, 2) for t in times[name]]}"
+                    f"  {name:<34} {med:7.2f} s  x{med / ref:.2f} ripgrep  peak RSS {rss[name] / 1024:4.0f} MiB "
+                    f"(all processes: PSS {pss[name] / 1024:4.0f} MiB)  CPU {statistics.median(cpu[name]):5.2f} s  "
+                    f"runs {[round(t, 2) for t in times[name]]}"
                 )
     return 0
 
