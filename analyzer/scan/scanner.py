@@ -122,6 +122,15 @@ class _LazyRegexes:
         return rx
 
 
+def _newlines(chunk: bytes) -> int:
+    """chunk.count(b"\n"), about twice as fast on lines of usual length: `count` tests byte by
+    byte, while `replace` jumps from one newline to the next with memchr and copies the rest in
+    blocks (which loses on very short lines: a sample decides)."""
+    if len(chunk) < 1 << 16 or chunk.count(b"\n", 0, 1 << 14) > (1 << 14) // 48:
+        return chunk.count(b"\n")
+    return len(chunk) - len(chunk.replace(b"\n", b""))
+
+
 def _decode(raw: bytes) -> tuple[str, bool]:
     cut = len(raw) > MAX_LINE
     if cut:
@@ -492,7 +501,7 @@ class Scanner:
         for chunk in chunks:
             result.bytes += len(chunk)
             if result.capped_at:  # bounded work after the cap: count the lines, look at nothing
-                n = chunk.count(b"\n") + (1 if chunk and not chunk.endswith(b"\n") else 0)
+                n = _newlines(chunk) + (1 if chunk and not chunk.endswith(b"\n") else 0)
                 result.not_examined += n
                 line_base += n
                 continue
@@ -547,7 +556,7 @@ class Scanner:
                     else:
                         result.dropped += 1
                         result.capped_at = result.capped_at or line_no
-            line_base += chunk.count(b"\n")
+            line_base += _newlines(chunk)
             if chunk and not chunk.endswith(b"\n"):
                 line_base += 1
         result.lines = line_base

@@ -273,3 +273,12 @@ def test_text_glued_after_a_bar_without_redraws_is_its_own_line(engine: str, tmp
         (4, ("signatures",), ["Killed"]),
         (5, ("signatures",), ["Killed"]),
     ]
+
+
+def test_newline_count_on_short_and_long_lines() -> None:
+    from analyzer.scan.scanner import _newlines
+
+    for line in (b"", b"x", b"y" * 40, b"z" * 300):
+        for n in (0, 1, 1000, 70000):
+            chunk = (line + b"\n") * n + b"tail"
+            assert _newlines(chunk) == chunk.count(b"\n") == n
