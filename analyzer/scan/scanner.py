@@ -96,8 +96,9 @@ _STR_ONLY_SPACE = re.compile("[\x1c-\x1f]")
 _NEVER = re.compile(r"(?!)")
 
 # what `lines._glued` looks for (a progress bar with a message glued after it), loosened into a
-# superset that Hyperscan finds in one pass: a chunk where neither matches shows as it is, so the
-# (per-bar, costly) exact search runs only on the chunks that may need it
+# superset that Hyperscan finds in the same pass as the patterns: a chunk with progress bars but
+# no match of these shows as it is, so the (per-bar, costly) exact search runs only on the chunks
+# that may need it
 _GLUED_HINTS = (rb"%\|[^|\n\r]*\| ?[A-Za-z]", rb"<[^\]\n\r]*\] ?[A-Za-z]")
 
 
@@ -212,7 +213,7 @@ class Scanner:
         self.python_only: list[Pattern] = []  # left to the Python matcher although Hyperscan is used
         self._hs_db: Any = None
         self._hs_scratch: Any = None
-        self._hs_glued: Any = None  # (database, scratch) of _GLUED_HINTS, built on first use
+        self._hs_hinted: Any = None  # (database, scratch) with _GLUED_HINTS too, built on first use; False: none
         py_items: list[tuple[int, Pattern, bytes]] = []
         if engine == "hyperscan":
             py_ids = self._build_hyperscan()
@@ -329,17 +330,24 @@ class Scanner:
             log.debug("scan: %d pattern(s) left to Python re: %s", len(left), [self.patterns[i].regex for i in left])
         return left
 
-    def _hs_candidates(self, buf: bytes, found: dict[int, set[int]]) -> None:
+    def _hs_candidates(self, buf: bytes, found: dict[int, set[int]], db: Any = None, scratch: Any = None) -> bool:
+        """The candidate lines of `buf` (line start -> pattern ids) into `found`; True when one
+        of _GLUED_HINTS matched (`db`: the database with them, else the plain one)."""
         hits: list[tuple[int, int]] = []
         add = hits.append
 
         def on_match(pid: int, _frm: int, to: int, _flags: int, _ctx: object) -> None:
             add((to, pid))
 
-        self._hs_db.scan(buf, match_event_handler=on_match, scratch=self._hs_scratch)
+        (db or self._hs_db).scan(buf, match_event_handler=on_match, scratch=scratch or self._hs_scratch)
         line_start, line_end = 0, -1
         ids: set[int] = set()
+        n = len(self.patterns)
+        hinted = False
         for to, pid in hits:
+            if pid >= n:
+                hinted = True
+                continue
             last = to - 1  # the match's last byte; its line is the candidate
             if not line_start <= last <= line_end:
                 line_start = buf.rfind(b"\n", 0, last) + 1
@@ -348,29 +356,57 @@ class Scanner:
                     line_end = len(buf)
                 ids = found.setdefault(line_start, set())
             ids.add(pid)
+        return hinted
 
-    def _may_differ(self, buf: bytes) -> bool:
-        """Whether the terminal view of a chunk that `needs_view` may differ from the chunk:
-        always with colour codes or redraws; with only progress bars, when a bar may have text
-        glued after it (Hyperscan's loose test; the Python engine always looks)."""
-        if self._hs_db is None or b"\r" in buf or b"\x1b" in buf:
-            return True
-        assert _hs is not None
-        if self._hs_glued is None:
-            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-            db.compile(expressions=list(_GLUED_HINTS), flags=[_hs.HS_FLAG_SINGLEMATCH] * 2, ids=[0, 1])
-            self._hs_glued = (db, _hs.Scratch(db))
-        seen: list[int] = []
+    def _hinted(self) -> tuple[Any, Any] | None:
+        """Hyperscan's patterns and _GLUED_HINTS (ids after the patterns') in one database, built
+        on first use or loaded from the private cache: one pass over a chunk with progress bars
+        gives its candidate lines and whether a bar may have text glued after it."""
+        if self._hs_hinted is None:
+            self._hs_hinted = self._build_hinted() or False
+        return self._hs_hinted or None
 
-        def on_match(pid: int, _frm: int, _to: int, _flags: int, _ctx: object) -> bool:
-            seen.append(pid)
-            return True  # one is enough: stop the scan
-
-        try:
-            self._hs_glued[0].scan(buf, match_event_handler=on_match, scratch=self._hs_glued[1])
-        except _hs.error:  # the scan stopped by on_match (ScanTerminated), or failed: look
-            return True
-        return bool(seen)
+    def _build_hinted(self) -> tuple[Any, Any] | None:
+        if _hs is None or self._hs_db is None:
+            return None
+        prefiltered = {id(p) for p in self.prefiltered}
+        left = {id(p) for p in self.python_only}
+        ids = [i for i, p in enumerate(self.patterns) if id(p) not in left]
+        flags = [
+            _hs.HS_FLAG_MULTILINE
+            | (_hs.HS_FLAG_CASELESS if self.patterns[i].ignore_case else 0)
+            | (_hs.HS_FLAG_PREFILTER if id(self.patterns[i]) in prefiltered else 0)
+            for i in ids
+        ]
+        expressions = [self._plain[i].encode("utf-8") for i in ids] + list(_GLUED_HINTS)
+        flags += [_hs.HS_FLAG_SINGLEMATCH] * len(_GLUED_HINTS)
+        ids += [len(self.patterns) + k for k in range(len(_GLUED_HINTS))]
+        key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), expressions, flags, ids)).encode()).hexdigest()[:24]
+        directory = cache_dir("scan")
+        db = None
+        if directory is not None:  # checked as the plain database is (see _load_hs)
+            meta = read_json(directory, f"{key}.json")
+            raw = read_entry(directory, f"{key}.hsdb")
+            if isinstance(meta, dict) and raw is not None and hashlib.sha256(raw).hexdigest() == meta.get("sha256"):
+                try:
+                    db = _hs.loadb(raw, _hs.HS_MODE_BLOCK)
+                except _hs.error:
+                    db = None
+        if db is None:
+            try:
+                db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+                db.compile(expressions=expressions, flags=flags, ids=ids)
+            except _hs.error:
+                return None
+            if directory is not None:
+                try:
+                    raw = _hs.dumpb(db)
+                except _hs.error:
+                    raw = None
+                if raw is not None:
+                    write_entry(directory, f"{key}.hsdb", raw)
+                    write_json(directory, f"{key}.json", {"sha256": hashlib.sha256(raw).hexdigest()})
+        return db, _hs.Scratch(db)
 
     # -- owners
 
@@ -455,15 +491,22 @@ class Scanner:
                     out.append((s, e))
         return out
 
-    def _view(self, chunk: bytes) -> tuple[bytes, set[int], list[int]]:
+    def _prepare(self, chunk: bytes) -> tuple[bytes, set[int], list[int], dict[int, set[int]]]:
         """The chunk as the scan reads it (long lines cut, the terminal view), the offsets of
-        the cut lines there, and the line breaks the view added."""
+        the cut lines there, the line breaks the view added, and its candidate lines."""
         buf, cut_starts = _bound_long_lines(chunk)
         breaks: list[int] = []
-        if needs_view(buf) and self._may_differ(buf):  # colour codes, progress-bar redraws: match what a terminal shows
+        if needs_view(buf):  # colour codes, progress-bar redraws: match what a terminal shows
+            hinted = self._hinted() if b"\r" not in buf and b"\x1b" not in buf else None
+            if hinted is not None:  # only progress bars: the view differs only where text is glued after one
+                found: dict[int, set[int]] = {}
+                if not self._hs_candidates(buf, found, *hinted):
+                    if self._py is not None:
+                        self._py.candidates(buf, found)
+                    return buf, cut_starts, breaks, found
             buf, breaks, removed = terminal_view(buf)
             cut_starts = {view_offset(removed, c) for c in cut_starts}
-        return buf, cut_starts, breaks
+        return buf, cut_starts, breaks, self._candidates(buf)
 
     def join(self, parts: list[ScanResult]) -> ScanResult | None:
         """The result of one scan over a file, from the results of its consecutive parts (each
@@ -505,10 +548,9 @@ class Scanner:
                 result.not_examined += n
                 line_base += n
                 continue
-            buf, cut_starts, breaks = self._view(chunk)
+            buf, cut_starts, breaks, found = self._prepare(chunk)
             if pending:
                 pending = self._feed_pending(pending, buf, 0)
-            found = self._candidates(buf)
             items: dict[int, tuple[int, str, bool, tuple[str, ...], int]] = {}  # start -> (end, text, cut, owners, block)
             for start in sorted(found):
                 end = buf.find(b"\n", start)
@@ -562,7 +604,7 @@ class Scanner:
         result.lines = line_base
         if pending and not result.capped_at:  # blocks that go on into the next part
             for chunk in tail:
-                pending = self._feed_pending(pending, self._view(chunk)[0], 0)
+                pending = self._feed_pending(pending, self._prepare(chunk)[0], 0)
                 if not pending:
                     break
         return result
