@@ -19,6 +19,8 @@ CONTEXT_OWNER = "context"
 CONTEXT_PATTERN = (
     r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure)?|FAIL(?:ED)?|[Ff]atal|FATAL|[Ee]xception|[Kk]illed|[Aa]bort(?:ed|ing)?|"
     r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
+    # an exception's own line (`ImportError: ...`), which `\bError` does not see; a C++ one
+    r"|[a-z](?:Error|Exception): |terminate called after throwing"
 )
 CONTEXT_CAP = 400
 IDENTITY_OWNER = "identity"
