@@ -72,6 +72,36 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
     assert dead.verdict.category.value != "none"
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        # the exception line alone, its traceback's header not kept (NCCL's error returned to c10d)
+        "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:514, unhandled system error, NCCL version 2.4.8",
+        # an exception whose name `\bError` does not see, at the end of a traceback fragment
+        "ImportError: libfoo_ops.so: cannot open shared object file: No such file or directory",
+        "python: /usr/include/c++/9/bits/stl_vector.h:1042: Assertion '__n < this->size()' failed.",
+        "F0101 10:00:00.000000 1234 solver.cpp:88] Check failed: status == 0",
+        "terminate called after throwing an instance of 'std::runtime_error'",
+    ],
+)
+def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
+    report = analyze(_write(tmp_path, {"rank0.log": f"[rank0] epoch 0 step 10 loss 2.0975\n{line}\n"}))
+    assert report.verdict.category.value == "unknown"
+
+
+def test_the_exception_line_of_a_caught_traceback_is_no_failure(tmp_path: Path) -> None:
+    log = (
+        "ERROR:root:could not read the cached index, rebuilding it\n"
+        "Traceback (most recent call last):\n"
+        '  File "/job/data.py", line 12, in load_index\n'
+        "    return pickle.load(f)\n"
+        "EOFError: Ran out of input\n"
+        "[rank0] epoch 0 step 0 loss 2.0975\n"
+        "[rank0] training finished\n"
+    )
+    assert analyze(_write(tmp_path, {"rank0.log": log})).verdict.category.value == "none"
+
+
 def test_terminal_view_splits_redraws_and_glued_messages() -> None:
     raw = b"a\n\x1b[31mERROR\x1b[0m: x\r\n 10%|#  | 1/10\r 20%|## | 2/10\rKilled\n100%|####| Killed\n"
     view, breaks, _ = terminal_view(raw)

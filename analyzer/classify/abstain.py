@@ -39,6 +39,11 @@ _LOGGED = re.compile(r"^(?:ERROR|CRITICAL|EXCEPTION):[\w.]*:|[\s|\[-](?:ERROR|CR
 
 _SAYS_FAILURE = re.compile(
     r"\b(?:[Ff]ailure|FAILURE|FAILED|[Ff]atal|FATAL|Segmentation fault|[Bb]us error|[Cc]ore dumped|Aborted)\b"
+    # what a program prints as it dies, also when the traceback's header was not kept: Python's
+    # exception line (`RuntimeError: ...`, `torch.distributed.DistBackendError: ...`), a C
+    # assert or glog CHECK, a C++ exception that reached std::terminate
+    r"|^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|$)"
+    r"|Assertion [`'].*[`'] failed|\bCheck failed\b|terminate called after throwing|^what\(\):"
 )
 
 
@@ -56,6 +61,8 @@ def is_failure_event(e: Event) -> bool:
         return not (isinstance(code, int) and code == 0)
     if e.kind is EventKind.TRACEBACK:
         return not e.fields.get("caught")
+    if e.kind is EventKind.NCCL and e.fields.get("nccl_error"):
+        return True  # NCCL returned an error code to its caller (`NCCL error in: ...`)
     if e.kind is EventKind.LINE and e.fields.get("generic"):
         # a line no signature names that still says a failure happened: the verdict is at least
         # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count)
@@ -64,12 +71,21 @@ def is_failure_event(e: Event) -> bool:
 
 
 def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event]:
-    """The events that show a failure: findings that are not mere context, and failure kinds."""
+    """The events that show a failure: findings that are not mere context, and failure kinds.
+    A line inside a parsed traceback (its exception line) is left to that traceback, which knows
+    whether the program caught it."""
     out: dict[int, Event] = {}
     for f in findings:
         if _shows_failure(f):
             out[id(f.event)] = f.event
+    spans: dict[str, list[tuple[int, int]]] = {}
     for e in events:
+        if e.kind is EventKind.TRACEBACK and e.loc.line:
+            spans.setdefault(e.loc.file, []).append((e.loc.line, e.end_line or e.loc.line))
+    for e in events:
+        line = e.loc.line or 0
+        if e.kind is EventKind.LINE and any(a <= line <= b for a, b in spans.get(e.loc.file, ())):
+            continue
         if is_failure_event(e):
             out[id(e)] = e
     return list(out.values())

@@ -9,6 +9,7 @@ from functools import cache
 
 from analyzer.events.placement import (
     CONTEXT_OWNER,
+    EXCEPTION_LINE,
     IDENTITY_OWNER,
     IDENTITY_RE,
     OUTCOME_OWNER,
@@ -76,6 +77,9 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                 fields.update(version_fields(p.message))
             if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER}:
                 fields["bookkeeping"] = True  # how the job ended, who is who: no failure's wording
+            bare = EXCEPTION_LINE.match(p.message.strip())
+            if bare and fields.get("generic") and not any(hit.line_no <= last for last in covered.values()):
+                fields["exception_type"], fields["exception_message"] = bare.group(1), bare.group(2)
             if IDENTITY_OWNER in hit.owners:
                 for name, value in IDENTITY_RE.findall(p.message):
                     fields[f"env_{name.lower()}"] = int(value)

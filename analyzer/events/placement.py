@@ -19,8 +19,12 @@ CONTEXT_OWNER = "context"
 CONTEXT_PATTERN = (
     r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure)?|FAIL(?:ED)?|[Ff]atal|FATAL|[Ee]xception|[Kk]illed|[Aa]bort(?:ed|ing)?|"
     r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
+    # an exception's own line (`ImportError: ...`), which `\bError` does not see; a C++ one
+    r"|[a-z](?:Error|Exception): |terminate called after throwing"
 )
 CONTEXT_CAP = 400
+# Python's last line of an uncaught exception: `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`
+EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.*)$")
 IDENTITY_OWNER = "identity"
 # a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one
 IDENTITY_PATTERN = r"\b(?:RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?\d+"

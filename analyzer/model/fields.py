@@ -57,6 +57,10 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
     EventKind.LINE: frozenset(
         {
             "generic",
+            # an exception's own line that no signature's pattern names, outside any parsed
+            # traceback (`RuntimeError: ...`, its header not kept): its type and message (events/ingest.py)
+            "exception_type",
+            "exception_message",
             # a launcher's word that the job finished, an environment dump's ranks, an
             # environment report's versions (events/ingest.py)
             "outcome",

@@ -36,16 +36,9 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-ver-025": "unknown",
     # the held-out cases (real-bl-*) that the analysis still misses, as the held-out test
     # scored them before they joined the corpus (see corpora/README.md)
-    "real/real-bl-011": "none",
-    "real/real-bl-015": "none",
-    "real/real-bl-020": "unknown",
-    "real/real-bl-021": "unknown",
     "real/real-bl-022": "none",
     "real/real-bl-024": "none",
-    "real/real-bl-034": "none",
     "real/real-bl-037": "none",
-    "real/real-bl-041": "unknown",
-    "real/real-bl-047": "unknown",
     "real/real-bl-049": "user_code",
 }
 KNOWN_RANK_MISSES = {
