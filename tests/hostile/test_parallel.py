@@ -123,7 +123,9 @@ def test_a_file_read_in_parts_gives_the_same_report(tmp_path: Path, monkeypatch:
     # every event too, not only what the report shows of them (over 400 context lines: capped)
     events = collect(run, Options(workers=2)).events
     assert events == collect(run, Options(workers=1)).events
-    assert sum(1 for e in events if e.fields.get("generic")) == CONTEXT_CAP
+    in_file = (run / "rank3.log").read_text().count("data loader error")
+    kept = sum(1 for e in events if e.message.startswith("data loader error"))
+    assert in_file > CONTEXT_CAP >= kept > CONTEXT_CAP - 10  # the cap over the whole file, not per part
     report = json.loads(one)
     assert report["verdict"]["category"] == "oom_cascade"
     assert report["sources"][0]["lines"] == (run / "rank3.log").read_bytes().count(b"\n")
