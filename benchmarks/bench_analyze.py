@@ -19,7 +19,7 @@ peak RSS (GNU time's %M: the largest resident set of any one process: the main o
 and the peak of the PSS of the main process and its workers summed (sampled every 10 ms; pages a
 forked worker shares with its parent counted once).
 The machine may be shared: ratios measured in the same run are what to compare, not seconds.
-Usage: python benchmarks/bench_analyze.py [--gib 1 4] [--repeat 3] [--tmp /tmp]
+Usage: python benchmarks/bench_analyze.py [--gib 1 4] [--repeat 3] [--tmp /tmp] [--baseline OTHER_CHECKOUT]
 """
 
 from __future__ import annotations
@@ -126,13 +126,13 @@ def _pss_kib(pids: list[int]) -> int:
     return total
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, int, float, int]:
+def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, int, float, int]:
     """Wall seconds, peak RSS (KiB: the largest single process, GNU time's %M), CPU seconds (user
     + system, with the children waited for) and the peak of the summed PSS of the process and
     all its workers (KiB, sampled every 10 ms) of a command run under GNU time."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        ["/usr/bin/time", "-f", "%M %U %S", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        ["/usr/bin/time", "-f", "%M %U %S", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
     )
     peak = 0
     while proc.poll() is None:
@@ -151,6 +151,11 @@ def main() -> int:
     parser.add_argument("--gib", type=float, nargs="+", default=[1.0, 4.0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--tmp", default=tempfile.gettempdir())
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout of postmortem (e.g. an older commit) whose analyze is timed in the same run",
+    )
     args = parser.parse_args()
     rg = shutil.which("rg")
     if rg is None:
@@ -177,6 +182,9 @@ def main() -> int:
                 "postmortem analyze": [*analyze, str(tmp / "r.json")],
                 "postmortem analyze --jobs 1": [*analyze, str(tmp / "r1.json"), "--jobs", "1"],
             }
+            if args.baseline:  # run from that checkout: `python -m analyzer` imports its package
+                cmds["baseline analyze"] = [*analyze, str(tmp / "r0.json")]
+                timed(cmds["baseline analyze"], env, args.baseline)
             rg_cmds = [
                 [rg, "--no-ignore", "-c", "-F", "-f", str(cs), str(run)],
                 [rg, "--no-ignore", "-c", "-i", "-F", "-f", str(ci), str(run)],
@@ -198,7 +206,7 @@ def main() -> int:
                             used += u
                             rss[name], pss[name] = max(rss[name], m), max(pss[name], p)
                     else:
-                        secs, m, used, p = timed(cmd, env)
+                        secs, m, used, p = timed(cmd, env, args.baseline if name == "baseline analyze" else None)
                         rss[name], pss[name] = max(rss[name], m), max(pss[name], p)
                     times[name].append(secs)
                     cpu[name].append(used)
