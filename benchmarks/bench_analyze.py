@@ -16,7 +16,7 @@ package does; one run before the timed ones fills that and the scan database's c
 
 Reported: the median wall time of `--repeat` runs, the ratio to ripgrep's time, the CPU time, the
 peak RSS (GNU time's %M: the largest resident set of any one process: the main one or a worker),
-and the peak of the PSS of the main process and its workers summed (sampled every 10 ms; pages a
+and the peak of the PSS of the main process and its workers summed (sampled every 50 ms; pages a
 forked worker shares with its parent counted once).
 The machine may be shared: ratios measured in the same run are what to compare, not seconds.
 Usage: python benchmarks/bench_analyze.py [--gib 1 4] [--repeat 3] [--tmp /tmp] [--baseline OTHER_CHECKOUT]
@@ -129,7 +129,7 @@ def _pss_kib(pids: list[int]) -> int:
 def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> tuple[float, int, float, int]:
     """Wall seconds, peak RSS (KiB: the largest single process, GNU time's %M), CPU seconds (user
     + system, with the children waited for) and the peak of the summed PSS of the process and
-    all its workers (KiB, sampled every 10 ms) of a command run under GNU time."""
+    all its workers (KiB, sampled every 50 ms) of a command run under GNU time."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         ["/usr/bin/time", "-f", "%M %U %S", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
@@ -137,7 +137,7 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = 
     peak = 0
     while proc.poll() is None:
         peak = max(peak, _pss_kib(_tree(proc.pid)[1:]))  # not GNU time itself
-        time.sleep(0.01)
+        time.sleep(0.05)  # a sample costs about 1 ms of CPU: more often would slow what is measured
     secs = time.perf_counter() - start
     stderr = proc.stderr.read() if proc.stderr else ""
     if proc.returncode not in (0, 1):  # rg: 1 = no match
