@@ -332,3 +332,18 @@ def test_the_agents_own_failed_record_names_a_local_rank_mapped_to_the_global_on
     report = analyze(REPO / "corpora" / "lab" / "lab-oom-cascade-004")
     rows = [e for e in report.evidence if "failed (exitcode: -9) local_rank: 1" in e.text]
     assert rows and {e.rank for e in rows} == {3}
+
+
+_TIMEOUT = (
+    "[E ProcessGroupNCCL.cpp:475] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, "
+    "OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800008 milliseconds before timing out.\n"
+)
+_CANCEL = "slurmstepd: error: *** STEP 6053.0 ON node01 CANCELLED AT 2024-04-23T12:18:08 ***\n"
+
+
+def test_a_reasonless_cancel_after_a_timeout_is_its_teardown(tmp_path: Path) -> None:
+    after = analyze(_write(tmp_path / "after", {"slurm.log": "epoch 1 step 40\n" + _TIMEOUT + _CANCEL}))
+    assert after.verdict.category.value == "hang"
+    # the same cancel before any error is the cause
+    before = analyze(_write(tmp_path / "before", {"slurm.log": "epoch 1 step 40\n" + _CANCEL + _TIMEOUT}))
+    assert before.verdict.category.value == "scheduler"

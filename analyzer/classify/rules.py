@@ -15,6 +15,9 @@ rules run in order, each with a predicate, an action and a note that names it in
    observed failure" is the root;
 5. `symptoms_stand_alone` (before scoring): with no root-cause finding, symptoms that may stand
    alone (a collective timeout with nothing before it) decide at lower confidence;
+   `stop_after_failure` (before it): a stop that gives no reason (a step cancelled, a SIGTERM)
+   after a symptom that may stand alone (in the same file, or by time) is the teardown of that
+   failure, so it is a symptom too;
 6. `below_threshold`: a best guess below MIN_CONFIDENCE makes the verdict unknown.
 """
 
@@ -194,6 +197,39 @@ def launcher_first_observed(strong: list[Finding], launcher_roots: set[int], not
     return first
 
 
+# stops that give no reason of their own: a user's scancel looks the same as srun cancelling the
+# step after a task failed, and a SIGTERM the same as a launcher's teardown
+REASONLESS_STOPS = frozenset({"scheduler.cancelled", "scheduler.sigterm"})
+
+
+def _before(a: Finding, b: Finding) -> bool:
+    """`a` happened before `b`, as far as the logs tell: by time, else by line in the same file."""
+    ea, eb = a.event, b.event
+    if ea.time is not None and eb.time is not None:
+        return ea.time < eb.time
+    return ea.loc.file == eb.loc.file and (ea.loc.line or 0) < (eb.loc.line or 0)
+
+
+def stop_after_failure(findings: list[Finding], standalone_ids: set[str], notes: list[str]) -> list[Finding]:
+    """Rule `stop_after_failure`: when every root-cause finding is a stop without a reason and a
+    symptom that may stand alone came before the first of them, the stops become symptoms."""
+    roots = [f for f in findings if f.role is Role.ROOT_CAUSE]
+    if not roots or any(f.subcategory not in REASONLESS_STOPS for f in roots):
+        return findings
+    first = min(roots, key=finding_key)
+    earlier = [
+        f
+        for f in findings
+        if f.role is Role.SYMPTOM and f.signature in standalone_ids and f.category is not Category.SCHEDULER and _before(f, first)
+    ]
+    if not earlier:
+        return findings
+    notes.append(
+        named("stop_after_failure", f"the job was stopped after {earlier[0].category} errors: the stop is their teardown")
+    )
+    return [replace(f, role=Role.SYMPTOM) if f.role is Role.ROOT_CAUSE else f for f in findings]
+
+
 def symptoms_stand_alone(findings: list[Finding], standalone_ids: set[str], notes: list[str]) -> list[Finding]:
     """Rule `symptoms_stand_alone`: with no root-cause finding, the symptoms that may stand
     alone compete instead, at STANDALONE_SCALE of their confidence."""
@@ -211,6 +247,7 @@ def decide(
     rules: Sequence[Rule] | None = None,
 ) -> Decision:
     notes: list[str] = []
+    findings = stop_after_failure(findings, standalone_ids, notes)
     roots = [f for f in findings if f.role is Role.ROOT_CAUSE]
     if not roots:
         roots = symptoms_stand_alone(findings, standalone_ids, notes)

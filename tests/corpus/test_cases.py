@@ -40,6 +40,18 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-bl-024": "none",
     "real/real-bl-037": "none",
     "real/real-bl-049": "user_code",
+    # the second held-out round (real-nb-*), its misses after the changes made once it was scored
+    # (see corpora/README.md): logs with no failure line (a test tool's header, an excerpt of a
+    # job's status, one c10d connect warning) and one 'unspecified launch failure' of a bad riser
+    "real/real-nb-004": "unknown",
+    "real/real-nb-007": "none",
+    "real/real-nb-030": "user_code",
+    "real/real-nb-057": "none",
+    "real/real-nb-079": "none",
+    # the third round (real-nc-*): a hang with no line that names it, and a barrier still waiting
+    # for its last rank when the posted log ends (no line says it gave up)
+    "real/real-nc-007": "none",
+    "real/real-nc-057": "none",
 }
 KNOWN_RANK_MISSES = {
     "lab/lab-hang-003": 1,
@@ -50,6 +62,14 @@ KNOWN_RANK_MISSES = {
     "real/real-usr-007": None,
     "real/real-ver-027": None,
     "real/real-bl-041": None,
+    "real/real-nb-005": 0,
+    "real/real-nb-038": 0,
+    "real/real-nb-049": 0,
+    "real/real-nb-054": 0,
+    "real/real-nb-068": 1,
+    # rank 7 reported that rank 0 never published the NCCL id: the verdict names rank 0, the late one
+    "real/real-nb-069": 0,
+    "real/real-nb-076": None,
 }
 
 
