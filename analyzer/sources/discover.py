@@ -287,6 +287,9 @@ def _is_core(head: bytes) -> bool:
     return e_type == 4
 
 
+_NOT_CONTROL = bytes(b for b in range(256) if not (b < 32 and b not in (9, 10, 12, 13, 27)))
+
+
 def sniff(head: bytes, name: str) -> SourceKind:
     """The kind of a file from its first bytes (decompressed), with the name as a tie-breaker."""
     if _is_core(head):
@@ -296,7 +299,7 @@ def sniff(head: bytes, name: str) -> SourceKind:
         return SourceKind.OTHER  # a few NULs happen in logs (a C handler writing sizeof(msg)); many mean binary
     sample = head[:16384]
     window = sample[:4096]
-    controls = sum(b < 32 and b not in (9, 10, 12, 13, 27) for b in window)
+    controls = len(window.translate(None, _NOT_CONTROL))  # bytes < 32 but tab, LF, FF, CR, ESC
     undecodable = window.decode("utf-8", errors="replace").count("\ufffd")
     if window and (controls > 0.05 * len(window) or undecodable > 0.10 * len(window)):
         return SourceKind.OTHER
