@@ -1,5 +1,6 @@
-"""Both cores: the text files of a big run dir scanned in worker processes, a large plain file in
-parts, the results put together in the run dir's order so that they are those of one process.
+"""Both cores: the text files of a big run dir scanned by this process and forked workers, a large
+plain file in parts, the results put together in the run dir's order so that they are those of
+one process.
 
 Tasks are whole files, or parts of a file: the CHUNK-aligned byte ranges that `iter_chunks`
 reads apart, each scanned with the hits' owners kept before the caps per owner, then joined by
@@ -8,7 +9,7 @@ runs past the end of a part is finished from the start of the next one by the sa
 putting the parts together could differ from one scan (a part that cannot be placed on a line
 boundary, the limit of interesting lines reached, a read problem), the file is scanned again,
 whole, in the main process. Parsing the hits of a file read in parts is done in the main
-process, in file order; a whole file is parsed in its worker.
+process, in file order; a whole file is parsed by the process that scanned it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from analyzer.events.filescan import FileResult, finish, read_error, read_stats, scan_file
 from analyzer.model import SourceKind, SourceStatus
@@ -169,8 +171,8 @@ def _per_file(tasks: list[_Task], done: Iterator[_Done], scanner: Scanner) -> It
 def read_ahead(
     sources: list[SourceFile], scanner: Scanner, workers: int, limit: int, deadline: float
 ) -> Iterator[Iterator[FileResult] | None]:
-    """Each scanned file's result, in the order of `sources`, computed ahead by `workers`
-    processes; None when one process reads them (one worker asked for, no fork, or inside a
+    """Each scanned file's result, in the order of `sources`, computed by `workers` processes
+    (this one and `workers - 1` forked ones); None when one process reads them (one worker asked for, no fork, or inside a
     daemon process: triage runs analyses in pools, whose workers may not have children)."""
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
         yield None
@@ -180,12 +182,21 @@ def read_ahead(
     texts = [s for s in sources if scanned(s)]
     tasks = _plan(texts, workers, limit, deadline)
     try:
-        pool = multiprocessing.get_context("fork").Pool(workers)
+        pool = multiprocessing.get_context("fork").Pool(workers - 1)
     except (OSError, AssertionError):  # no processes to be had: one process reads it all
         yield None
         return
     try:
-        yield _per_file(tasks, pool.imap(_work, tasks, chunksize=1), scanner)
+        yield _per_file(tasks, _shared(tasks, workers, pool), scanner)
     finally:
         pool.terminate()
         pool.join()
+
+
+def _shared(tasks: list[_Task], workers: int, pool: Any) -> Iterator[_Done]:
+    """The tasks' results in order: every `workers`-th task done here when its turn comes, the
+    others by the pool's `workers - 1` processes, ahead (this process is one of the workers: one
+    start-up and one copy of every result fewer)."""
+    ahead = pool.imap(_work, [t for i, t in enumerate(tasks) if i % workers], chunksize=1)
+    for i, task in enumerate(tasks):
+        yield next(ahead) if i % workers else _work(task)
