@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from lark import Lark
@@ -23,7 +23,7 @@ from lark.exceptions import LarkError
 from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.model.serialize import event_head
 from analyzer.parse._lark import load_parser
-from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, normalize_bus_id
+from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, _head, normalize_bus_id
 from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.prefix import split_prefix
 
@@ -69,6 +69,54 @@ def _rule(message: str) -> str:
     return "nccl_line"
 
 
+# The two shapes that make up most of an NCCL_DEBUG=INFO log, read without the grammar (it costs
+# about a third of a millisecond a line, and a 64-rank job prints thousands of them); both give
+# exactly what the grammar gives (tests/parse/test_nccl.py holds them to it on every corpus line):
+# a line `[host:pid:tid [dev] ]NCCL LEVEL body` whose body repeats across ranks (the grammar's
+# result for `NCCL LEVEL body` is kept), and a channel line, whose body names ranks.
+_PLAIN = re.compile(r"(?:([\w.-]+:\d+:\d+ \[\d+\]) )?(NCCL (?:INFO|WARN|TRACE|ABORT) \S.*)")
+_CHANNEL = re.compile(
+    r"NCCL (INFO|WARN|TRACE|ABORT) Channel (\d+(?:/\d+)?) : +(\d+)\[[0-9a-fA-F]+\] -> (\d+)\[[0-9a-fA-F]+\]"
+    r"(?: \[(send|receive)\])? via (\S+)"
+)
+
+
+def _channel(m: re.Match[str]) -> tuple[EventKind, dict[str, Any]]:
+    level, chan, src, dst, direction, transport = m.groups()
+    fields: dict[str, Any] = {"nccl_level": level, "channel": chan, "peer_from": int(src), "peer_to": int(dst)}
+    fields["transport"] = transport
+    if direction:
+        fields["direction"] = direction
+    return EventKind.NCCL, fields
+
+
+@lru_cache(maxsize=4096)
+def _body(text: str) -> tuple[EventKind, dict[str, Any]] | None:
+    """The grammar's reading of `NCCL LEVEL body` (None where it does not parse)."""
+    channel = _CHANNEL.fullmatch(text)
+    if channel:
+        return _channel(channel)
+    try:
+        return _TRANSFORMER.transform(_parser("nccl_line").parse(text))  # type: ignore[no-any-return]
+    except LarkError:
+        return None
+
+
+def _quick(message: str) -> tuple[EventKind, dict[str, Any]] | None:
+    """The grammar's reading of a plain NCCL_DEBUG line, from its head and its body (a channel
+    line read by its pattern, any other body parsed once and kept)."""
+    m = _PLAIN.fullmatch(message)
+    if m is None:
+        return None
+    channel = _CHANNEL.fullmatch(m.group(2))
+    parsed = _channel(channel) if channel else _body(m.group(2))
+    if parsed is None:
+        return None
+    kind, fields = parsed  # a copy: callers add to the fields, and a kept body is shared
+    head = _head(m.group(1)) if m.group(1) else {}
+    return kind, {**head, **{k: list(v) if isinstance(v, list) else v for k, v in fields.items()}}
+
+
 def parse_line(line: str) -> tuple[EventKind, dict[str, Any], str, Any]:
     """(kind, fields, message, prefix) of one line; never raises."""
     prefix = split_prefix(line[:MAX_LINE].strip())
@@ -79,11 +127,16 @@ def parse_line(line: str) -> tuple[EventKind, dict[str, Any], str, Any]:
     if known and known.start() > 0:
         prefix = split_prefix(message[known.start() :])
         message = prefix.message.strip()
-    try:
-        kind, fields = _TRANSFORMER.transform(_parser(_rule(message)).parse(message))
-    except LarkError:
-        kind = EventKind.WATCHDOG if _WATCHDOG.search(message) else EventKind.NCCL
-        fields = {"unparsed": True}
+    rule = _rule(message)
+    quick = _quick(message) if rule == "nccl_line" else None
+    if quick is not None:
+        kind, fields = quick
+    else:
+        try:
+            kind, fields = _TRANSFORMER.transform(_parser(rule).parse(message))
+        except LarkError:
+            kind = EventKind.WATCHDOG if _WATCHDOG.search(message) else EventKind.NCCL
+            fields = {"unparsed": True}
     if prefix.device is not None:
         fields.setdefault("cuda_dev", prefix.device)
     if prefix.host and "nccl_host" not in fields and prefix.pid is not None:

@@ -11,6 +11,7 @@ import pytest
 from analyzer.model import EventKind
 from analyzer.parse.base import Region
 from analyzer.parse.nccl import normalize_bus_id, parse_region, parse_text
+from analyzer.parse.prefix import split_prefix
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "parse" / "nccl"
 
@@ -148,3 +149,39 @@ def test_warn_line_with_the_function_of_nccl_2_30() -> None:
         538,
     )
     assert not ev.get("unparsed")
+
+
+def _nccl_lines() -> list[str]:
+    root = Path(__file__).resolve().parents[2]
+    lines: list[str] = []
+    for base in (root / "corpora", root / "tests" / "fixtures"):
+        for path in sorted(base.rglob("*")):
+            if path.is_file() and path.suffix in (".log", ".txt", ".out", ".err", ""):
+                try:
+                    text = path.read_text(encoding="utf-8")
+                except (UnicodeDecodeError, OSError):
+                    continue
+                lines.extend(line for line in text.splitlines() if "NCCL " in line)
+    return lines
+
+
+def test_the_quick_reading_of_plain_lines_is_the_grammars() -> None:
+    """Every corpus and fixture line that the quick path reads gets what the grammar gives."""
+    from analyzer.parse import nccl
+
+    quick = 0
+    for line in _nccl_lines():
+        message = split_prefix(line.strip()).message.strip()
+        fast = nccl._quick(message)
+        if fast is None:
+            continue
+        quick += 1
+        assert fast == nccl._TRANSFORMER.transform(nccl._parser("nccl_line").parse(message)), line
+    assert quick > 500  # most of the corpora's NCCL_DEBUG lines are of these shapes (627 of 902)
+    # and a changed head on the same body keeps the head's own fields
+    a = nccl._quick("gpu-a:11:12 [0] NCCL INFO Using network IB")
+    b = nccl._quick("gpu-b:21:22 [3] NCCL INFO Using network IB")
+    assert a is not None and b is not None
+    assert (a[1]["nccl_host"], a[1]["cuda_dev"], b[1]["nccl_host"], b[1]["cuda_dev"]) == ("gpu-a", 0, "gpu-b", 3)
+    head = {"nccl_host", "nccl_pid", "nccl_tid", "cuda_dev"}
+    assert {k: v for k, v in a[1].items() if k not in head} == {k: v for k, v in b[1].items() if k not in head}
