@@ -32,6 +32,7 @@ from analyzer.sources.reader import CHUNK, ReadProblem, ReadStats, iter_chunks
 PARALLEL_MIN_BYTES = 64 << 20  # text bytes below which starting workers costs more than it saves
 PART_BYTES = 32 << 20  # a plain file is read in parts of at least this size (when that helps)
 MAX_WORKERS = 8
+AHEAD = 2  # tasks queued for each pool process, so that it never waits for the next
 
 _worker_scanner: Scanner | None = None  # set before the workers are forked
 
@@ -194,9 +195,27 @@ def read_ahead(
 
 
 def _shared(tasks: list[_Task], workers: int, pool: Any) -> Iterator[_Done]:
-    """The tasks' results in order: every `workers`-th task done here when its turn comes, the
-    others by the pool's `workers - 1` processes, ahead (this process is one of the workers: one
-    start-up and one copy of every result fewer)."""
-    ahead = pool.imap(_work, [t for i, t in enumerate(tasks) if i % workers], chunksize=1)
-    for i, task in enumerate(tasks):
-        yield next(ahead) if i % workers else _work(task)
+    """The tasks' results in order. The pool's `workers - 1` processes are kept fed with the
+    next unclaimed tasks (AHEAD each); this process, when the result it needs next is not ready,
+    takes the next unclaimed task itself instead of waiting (it is one of the workers, and also
+    parses every result: a fixed share would leave it behind or idle)."""
+    n = len(tasks)
+    done: dict[int, _Done] = {}
+    pending: dict[int, Any] = {}
+    claimed = 0
+    in_flight = AHEAD * (workers - 1)
+    for i in range(n):
+        while len(pending) < in_flight and claimed < n:
+            pending[claimed] = pool.apply_async(_work, (tasks[claimed],))
+            claimed += 1
+        while i not in done:
+            waiting = pending.get(i)
+            if waiting is not None and (waiting.ready() or claimed >= n):
+                done[i] = waiting.get()
+                del pending[i]
+            elif claimed < n:
+                done[claimed] = _work(tasks[claimed])
+                claimed += 1
+            else:  # pragma: no cover - every task is claimed, so i is pending or done
+                raise AssertionError(f"task {i} was never claimed")
+        yield done.pop(i)
