@@ -347,3 +347,18 @@ def test_a_reasonless_cancel_after_a_timeout_is_its_teardown(tmp_path: Path) -> 
     # the same cancel before any error is the cause
     before = analyze(_write(tmp_path / "before", {"slurm.log": "epoch 1 step 40\n" + _CANCEL + _TIMEOUT}))
     assert before.verdict.category.value == "scheduler"
+
+
+_RETRY = (
+    "[W socket.cpp:663] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 "
+    "(errno: 110 - Connection timed out).\n"
+)
+
+
+def test_a_wait_counts_only_as_the_last_words_of_its_log(tmp_path: Path) -> None:
+    went_on = "".join(f"[rank1] epoch 0 step {i} loss 2.0\n" for i in range(5))
+    over = analyze(_write(tmp_path / "over", {"rank1.log": _RETRY * 3 + went_on + "[rank1] training finished\n"}))
+    assert over.verdict.category.value == "none"
+    stuck = analyze(_write(tmp_path / "stuck", {"rank1.log": "[rank1] starting\n" + _RETRY * 3}))
+    assert stuck.verdict.category.value == "network"
+    assert stuck.verdict.subcategory == "network.rendezvous"

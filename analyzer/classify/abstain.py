@@ -130,6 +130,28 @@ def mark_logged(events: list[Event]) -> list[Event]:
     return out
 
 
+# how near the end of its file a `last_words` signature's line must be (a trailing blank line or
+# two, and a second waiting rank's line, may follow it)
+LAST_WORDS = 3
+
+
+def last_words(findings: list[Finding], ids: set[str], sources: list[SourceInfo]) -> list[Finding]:
+    """The findings, less those of `last_words` signatures (`ids`: a process waiting or retrying)
+    whose line is not among the last LAST_WORDS lines of its file: a wait that something
+    followed was over, one that ends the log is where the process stayed."""
+    if not ids:
+        return findings
+    ends = {s.file: s.lines for s in sources if s.lines}
+    out = []
+    for f in findings:
+        if f.signature in ids:
+            total = ends.get(f.event.loc.file)
+            if total is None or (f.event.loc.line or 0) <= total - LAST_WORDS:
+                continue
+        out.append(f)
+    return out
+
+
 def demote_caught(findings: list[Finding]) -> list[Finding]:
     """A traceback the program caught (logged, or its process went on) explains nothing: context at most."""
     return [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]

@@ -32,10 +32,16 @@ def _entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+# a value made of lowercase words (and small numbers) joined by separators is a name someone
+# wrote, not something generated: `store_based_barrier_key:2`, `default_pg`, `model.layers.0`
+_WORDS = re.compile(r"[a-z]{2,}(?:[_:./-](?:[a-z]{2,}|\d{1,3}))+")
+
+
 def high_entropy(value: str) -> bool:
-    """Looks like a generated secret: long, several character classes, little repetition."""
+    """Looks like a generated secret: long, several character classes, little repetition, not a
+    name made of words."""
     v = value.strip("'\"")
-    if len(v) < 16 or v.startswith(MASK):
+    if len(v) < 16 or v.startswith(MASK) or _WORDS.fullmatch(v):
         return False
     classes = sum(bool(re.search(p, v)) for p in (r"[a-z]", r"[A-Z]", r"[0-9]", r"[^A-Za-z0-9]"))
     return classes >= 2 and _entropy(v) >= 3.3
@@ -91,6 +97,8 @@ RULES: tuple[Rule, ...] = (
             + _VALUE_END
             + r"+))"
         ),
+        # a one- or two-digit number is a counter or an index (`store_based_barrier_key:2`), never a secret
+        lambda v: not re.fullmatch(r"\d{1,2}", v),
     ),
     Rule(
         "high_entropy_assignment",

@@ -94,6 +94,11 @@ class Signature:
         """A symptom that may decide the verdict when no root-cause signature fired."""
         return bool(self.extra.get("standalone"))
 
+    @property
+    def last_words(self) -> bool:
+        """A waiting or retrying message that counts only among the last lines of its file."""
+        return bool(self.extra.get("last_words"))
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:

@@ -42,16 +42,13 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-bl-049": "user_code",
     # the second held-out round (real-nb-*), its misses after the changes made once it was scored
     # (see corpora/README.md): logs with no failure line (a test tool's header, an excerpt of a
-    # job's status, one c10d connect warning) and one 'unspecified launch failure' of a bad riser
+    # job's status) and one 'unspecified launch failure' of a bad riser
     "real/real-nb-004": "unknown",
     "real/real-nb-007": "none",
     "real/real-nb-030": "user_code",
-    "real/real-nb-057": "none",
     "real/real-nb-079": "none",
-    # the third round (real-nc-*): a hang with no line that names it, and a barrier still waiting
-    # for its last rank when the posted log ends (no line says it gave up)
+    # the third round (real-nc-*): a hang with no line that names it
     "real/real-nc-007": "none",
-    "real/real-nc-057": "none",
 }
 KNOWN_RANK_MISSES = {
     "lab/lab-hang-003": 1,

@@ -80,6 +80,7 @@ def test_catalogue_hides_each_kind(kind: str, text: str, secret: str) -> None:
         "node0:15325:16199 [2] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
         "https://github.com/pytorch/pytorch/issues/1234",
         "tokenizer: loaded 32000 tokens",
+        "Waiting in store based barrier to initialize process group for rank: 2, key: store_based_barrier_key:2 (world_size=8, worker_count=7, timeout=0:30:00)",
     ],
 )
 def test_ordinary_log_text_is_left_alone(text: str) -> None:
