@@ -174,6 +174,36 @@ def _bound_long_lines(chunk: bytes) -> tuple[bytes, set[int]]:
     return b"".join(pieces), starts
 
 
+# --- Hyperscan databases in the private cache ---------------------------------------------------
+
+
+def _load_db(directory: Path, key: str) -> tuple[Any, dict[str, Any]] | None:
+    """A cached database and its entry, only after the entry passed its checks (owner, mode,
+    content hash: see analyzer.cachefile); a native database is never handed to Hyperscan unchecked."""
+    assert _hs is not None
+    meta = read_json(directory, f"{key}.json")
+    if not isinstance(meta, dict) or meta.get("sha256") is None:
+        return None
+    raw = read_entry(directory, f"{key}.hsdb")
+    if raw is None or hashlib.sha256(raw).hexdigest() != meta["sha256"]:
+        return None
+    try:
+        return _hs.loadb(raw, _hs.HS_MODE_BLOCK), meta
+    except _hs.error:
+        return None
+
+
+def _save_db(directory: Path, key: str, db: Any, meta: dict[str, Any]) -> None:
+    """The database into the cache, its entry (`meta` and the content hash) next to it."""
+    assert _hs is not None
+    try:
+        raw = _hs.dumpb(db)
+    except _hs.error:
+        return
+    write_entry(directory, f"{key}.hsdb", raw)
+    write_json(directory, f"{key}.json", {**meta, "sha256": hashlib.sha256(raw).hexdigest()})
+
+
 # --- the scanner -------------------------------------------------------------------------------
 
 
@@ -242,20 +272,16 @@ class Scanner:
         return left
 
     def _load_hs(self, directory: Path, key: str) -> list[int] | None:
-        """The cached database, only after its entry passed its checks (owner, mode, content
-        hash: see analyzer.cachefile); a native database is never handed to Hyperscan unchecked."""
+        """The cached database (see _load_db) with what its entry says was left to Python."""
         assert _hs is not None
-        meta = read_json(directory, f"{key}.json")
-        if not isinstance(meta, dict) or meta.get("sha256") is None:
+        loaded = _load_db(directory, key)
+        if loaded is None:
             return None
-        raw = read_entry(directory, f"{key}.hsdb")
-        if raw is None or hashlib.sha256(raw).hexdigest() != meta["sha256"]:
-            return None
+        db, meta = loaded
         try:
             prefiltered = [self.patterns[int(i)] for i in meta["prefiltered"]]
             left = [int(i) for i in meta["left"]]
             python_only = [self.patterns[i] for i in left]
-            db = _hs.loadb(raw, _hs.HS_MODE_BLOCK)
             scratch = _hs.Scratch(db)
         except (ValueError, KeyError, TypeError, IndexError, _hs.error):
             return None
@@ -264,15 +290,8 @@ class Scanner:
         return left
 
     def _save_hs(self, directory: Path, key: str, left: list[int]) -> None:
-        assert _hs is not None
         index = {id(p): i for i, p in enumerate(self.patterns)}
-        try:
-            raw = _hs.dumpb(self._hs_db)
-        except _hs.error:
-            return
-        meta = {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered], "sha256": hashlib.sha256(raw).hexdigest()}
-        write_entry(directory, f"{key}.hsdb", raw)
-        write_json(directory, f"{key}.json", meta)
+        _save_db(directory, key, self._hs_db, {"left": left, "prefiltered": [index[id(p)] for p in self.prefiltered]})
 
     def _compile_hyperscan(self) -> list[int]:
         assert _hs is not None
@@ -383,29 +402,17 @@ class Scanner:
         ids += [len(self.patterns) + k for k in range(len(_GLUED_HINTS))]
         key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), expressions, flags, ids)).encode()).hexdigest()[:24]
         directory = cache_dir("scan")
-        db = None
-        if directory is not None:  # checked as the plain database is (see _load_hs)
-            meta = read_json(directory, f"{key}.json")
-            raw = read_entry(directory, f"{key}.hsdb")
-            if isinstance(meta, dict) and raw is not None and hashlib.sha256(raw).hexdigest() == meta.get("sha256"):
-                try:
-                    db = _hs.loadb(raw, _hs.HS_MODE_BLOCK)
-                except _hs.error:
-                    db = None
-        if db is None:
+        loaded = _load_db(directory, key) if directory is not None else None
+        if loaded is not None:
+            db = loaded[0]
+        else:
             try:
                 db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
                 db.compile(expressions=expressions, flags=flags, ids=ids)
             except _hs.error:
                 return None
             if directory is not None:
-                try:
-                    raw = _hs.dumpb(db)
-                except _hs.error:
-                    raw = None
-                if raw is not None:
-                    write_entry(directory, f"{key}.hsdb", raw)
-                    write_json(directory, f"{key}.json", {"sha256": hashlib.sha256(raw).hexdigest()})
+                _save_db(directory, key, db, {})
         return db, _hs.Scratch(db)
 
     # -- owners
@@ -508,6 +515,16 @@ class Scanner:
             cut_starts = {view_offset(removed, c) for c in cut_starts}
         return buf, cut_starts, breaks, self._candidates(buf)
 
+    def _capped(self, owners: tuple[str, ...], per_owner: dict[str, int]) -> tuple[str, ...]:
+        """The owners still under their cap (`caps`), counting this hit in `per_owner`."""
+        if not per_owner:
+            return owners
+        kept = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
+        for o in kept:
+            if o in per_owner:
+                per_owner[o] += 1
+        return kept
+
     def join(self, parts: list[ScanResult]) -> ScanResult | None:
         """The result of one scan over a file, from the results of its consecutive parts (each
         scanned with `part=True`); None when the limit of MAX_REGIONS decides what is kept (the
@@ -518,11 +535,7 @@ class Scanner:
             if part.capped_at or part.dropped:
                 return None
             for hit, owners in zip(part.hits, part.uncapped, strict=True):
-                if per_owner:  # the caps per owner, counted over the whole file, as one scan does
-                    owners = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
-                    for o in owners:
-                        if o in per_owner:
-                            per_owner[o] += 1
+                owners = self._capped(owners, per_owner)  # counted over the whole file, as one scan does
                 if owners:
                     if len(out.hits) >= MAX_REGIONS:
                         return None
@@ -581,12 +594,7 @@ class Scanner:
                 seen_pos = start
                 line_no = seen_lines + 1
                 uncapped = owners
-                if per_owner:
-                    kept = tuple(o for o in owners if o not in per_owner or per_owner[o] < self.caps[o])
-                    for o in kept:
-                        if o in per_owner:
-                            per_owner[o] += 1
-                    owners = kept
+                owners = self._capped(owners, per_owner)
                 if owners:
                     if len(result.hits) < MAX_REGIONS:
                         hit = Hit(line_no, owners, [text], block)
