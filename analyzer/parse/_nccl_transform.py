@@ -62,7 +62,7 @@ class NcclTransformer(Transformer[Token, Any]):
                 kind, body = part
                 fields.update(body)
             elif part.type == "NCCL_HEAD":
-                fields.update(_head(part))
+                fields.update(head_fields(part))
             elif part.type == "SRC_LOC":
                 fields["src_file"], fields["src_line"] = part.rsplit(":", 1)[0], int(part.rsplit(":", 1)[1])
             elif part.type == "NCCL_LEVEL":
@@ -70,7 +70,7 @@ class NcclTransformer(Transformer[Token, Any]):
         return kind, fields
 
     def bare_version(self, *parts: Token) -> tuple[EventKind, dict[str, Any]]:
-        fields = _head(parts[0]) if parts[0].type == "NCCL_HEAD" else {}
+        fields = head_fields(parts[0]) if parts[0].type == "NCCL_HEAD" else {}
         return EventKind.VERSION, fields | _version(parts[-1])
 
     def version(self, _kw: Token, version: Token) -> tuple[EventKind, dict[str, Any]]:
@@ -257,7 +257,8 @@ class NcclTransformer(Transformer[Token, Any]):
         return str(key), str(value)
 
 
-def _head(tok: str) -> dict[str, Any]:
+def head_fields(tok: str) -> dict[str, Any]:
+    """The fields of NCCL's `host:pid:tid [dev]` head (`[dev]` alone on some lines)."""
     m = re.match(r"(?:([\w.-]+):(\d+):(\d+) )?\[(\d+)\]", tok)
     if not m:
         return {}

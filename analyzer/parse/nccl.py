@@ -23,7 +23,7 @@ from lark.exceptions import LarkError
 from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.model.serialize import event_head
 from analyzer.parse._lark import load_parser
-from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, _head, normalize_bus_id
+from analyzer.parse._nccl_transform import ERROR_CODES, NcclTransformer, head_fields, normalize_bus_id
 from analyzer.parse.base import GrammarParser, Region, Trigger
 from analyzer.parse.prefix import split_prefix
 
@@ -83,19 +83,13 @@ _CHANNEL = re.compile(
 
 def _channel(m: re.Match[str]) -> tuple[EventKind, dict[str, Any]]:
     level, chan, src, dst, direction, transport = m.groups()
-    fields: dict[str, Any] = {"nccl_level": level, "channel": chan, "peer_from": int(src), "peer_to": int(dst)}
-    fields["transport"] = transport
-    if direction:
-        fields["direction"] = direction
-    return EventKind.NCCL, fields
+    fields = {"nccl_level": level, "channel": chan, "peer_from": int(src), "peer_to": int(dst), "transport": transport}
+    return EventKind.NCCL, {**fields, "direction": direction} if direction else fields
 
 
 @lru_cache(maxsize=4096)
 def _body(text: str) -> tuple[EventKind, dict[str, Any]] | None:
     """The grammar's reading of `NCCL LEVEL body` (None where it does not parse)."""
-    channel = _CHANNEL.fullmatch(text)
-    if channel:
-        return _channel(channel)
     try:
         return _TRANSFORMER.transform(_parser("nccl_line").parse(text))  # type: ignore[no-any-return]
     except LarkError:
@@ -113,7 +107,7 @@ def _quick(message: str) -> tuple[EventKind, dict[str, Any]] | None:
     if parsed is None:
         return None
     kind, fields = parsed  # a copy: callers add to the fields, and a kept body is shared
-    head = _head(m.group(1)) if m.group(1) else {}
+    head = head_fields(m.group(1)) if m.group(1) else {}
     return kind, {**head, **{k: list(v) if isinstance(v, list) else v for k, v in fields.items()}}
 
 
