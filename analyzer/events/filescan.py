@@ -77,8 +77,8 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
                 fields.update(version_fields(p.message))
             if set(hit.owners) <= {OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER}:
                 fields["bookkeeping"] = True  # how the job ended, who is who: no failure's wording
-            bare = EXCEPTION_LINE.match(p.message.strip())
-            if bare and fields.get("generic") and not any(hit.line_no <= last for last in covered.values()):
+            bare = EXCEPTION_LINE.match(p.message.strip()) if fields.get("generic") else None
+            if bare and not any(hit.line_no <= last for last in covered.values()):
                 fields["exception_type"], fields["exception_message"] = bare.group(1), bare.group(2)
             if IDENTITY_OWNER in hit.owners:
                 for name, value in IDENTITY_RE.findall(p.message):
@@ -119,23 +119,14 @@ def read_stats(per_file: bool) -> ReadStats:
     return ReadStats(limit_name="the size limit per file" if per_file else "the size limit for the whole run dir")
 
 
-def not_read(src: SourceFile) -> FileResult:
-    info = SourceInfo(
-        src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, "not read: the time budget was spent", src.rank, src.host
-    )
-    return FileResult([], info, 0, False)
-
-
-def read_error(src: SourceFile, exc: ReadProblem, stats: ReadStats) -> FileResult:
-    info = SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host)
-    return FileResult([], info, stats.bytes, False)
-
-
 def scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, deadline: float) -> FileResult:
     """Scan and parse one text file within `limit` content bytes and `deadline`."""
     stats = read_stats(per_file)
     if time.monotonic() > deadline:
-        return not_read(src)
+        note = "not read: the time budget was spent"
+        return FileResult(
+            [], SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.SKIPPED, note, src.rank, src.host), 0, False
+        )
     chunks = iter_chunks(
         src.path,
         src.compression,
@@ -149,7 +140,8 @@ def scan_file(src: SourceFile, scanner: Scanner, limit: int, per_file: bool, dea
     try:
         result = scanner.scan(chunks)
     except ReadProblem as exc:
-        return read_error(src, exc, stats)
+        info = SourceInfo(src.rel, src.kind, src.size, None, SourceStatus.ERROR, str(exc), src.rank, src.host)
+        return FileResult([], info, stats.bytes, False)
     return finish(src, result, stats)
 
 

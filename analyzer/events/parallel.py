@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from analyzer.events.filescan import FileResult, finish, read_error, read_stats, scan_file
+from analyzer.events.filescan import FileResult, finish, read_stats, scan_file
 from analyzer.model import SourceKind, SourceStatus
 from analyzer.parse.registry import for_source
 from analyzer.scan import Scanner
@@ -145,10 +145,7 @@ def _joined(src: SourceFile, task: _Task, done: list[_Done], scanner: Scanner) -
 
 
 def _whole(src: SourceFile, task: _Task, scanner: Scanner) -> FileResult:
-    try:
-        return scan_file(src, scanner, task.limit, True, task.deadline)
-    except ReadProblem as exc:
-        return read_error(src, exc, read_stats(True))
+    return scan_file(src, scanner, task.limit, True, task.deadline)  # a read problem becomes its note there
 
 
 def _per_file(tasks: list[_Task], done: Iterator[_Done], scanner: Scanner) -> Iterator[FileResult]:
