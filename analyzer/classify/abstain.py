@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from analyzer.events.placement import EXCEPTION_NAME
 from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
 
 # kinds of event that are a failure by themselves
@@ -42,7 +43,7 @@ _SAYS_FAILURE = re.compile(
     # what a program prints as it dies, also when the traceback's header was not kept: Python's
     # exception line (`RuntimeError: ...`, `torch.distributed.DistBackendError: ...`), a C
     # assert or glog CHECK, a C++ exception that reached std::terminate
-    r"|^(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception)(?::\s|$)"
+    rf"|^{EXCEPTION_NAME}(?::\s|$)"
     r"|Assertion [`'].*[`'] failed|\bCheck failed\b|terminate called after throwing|^what\(\):"
 )
 

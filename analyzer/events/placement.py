@@ -23,8 +23,10 @@ CONTEXT_PATTERN = (
     r"|[a-z](?:Error|Exception): |terminate called after throwing"
 )
 CONTEXT_CAP = 400
-# Python's last line of an uncaught exception: `RuntimeError: ...`, `torch.distributed.DistBackendError: ...`
-EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)): (.*)$")
+# the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`, and its
+# last line when uncaught: `RuntimeError: ...`
+EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)"
+EXCEPTION_LINE = re.compile(rf"^({EXCEPTION_NAME}): (.*)$")
 IDENTITY_OWNER = "identity"
 # a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one
 IDENTITY_PATTERN = r"\b(?:RANK|LOCAL_RANK|GROUP_RANK|WORLD_SIZE|LOCAL_WORLD_SIZE)['\"]?\s*[=:]\s*['\"]?\d+"
