@@ -5,8 +5,6 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,26 +14,8 @@ from analyzer.model import Report, TimelineEntry
 from analyzer.pipeline import analyze
 from analyzer.report import render
 
+from ..browser import dump_dom, screenshot
 from ..conftest import REPO
-
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def _browser() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no chromium on this machine (.ci/run installs Debian's chromium)")
 
 
 @pytest.fixture
@@ -49,13 +29,7 @@ def page(tmp_path: Path) -> Path:
 
 
 def test_page_text_in_a_real_browser(page: Path, tmp_path: Path) -> None:
-    browser = _browser()
-    dom = subprocess.run(
-        [browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = dump_dom(page, tmp_path / "profile")
     assert "postmortem:" in dom
     assert "Timeline" in dom and "<circle" in dom
     assert "first failure" in dom
@@ -63,21 +37,7 @@ def test_page_text_in_a_real_browser(page: Path, tmp_path: Path) -> None:
 
 
 def test_screenshot(page: Path, tmp_path: Path) -> None:
-    browser = _browser()
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            browser,
-            *FLAGS,
-            f"--user-data-dir={tmp_path / 'profile2'}",
-            f"--screenshot={shot}",
-            "--window-size=1200,900",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-    )
-    data = shot.read_bytes()
+    data = screenshot(page, tmp_path / "shot.png", tmp_path / "profile2")
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(data) > 20_000  # a drawn page, not a blank one
 
@@ -99,15 +59,9 @@ document.body.appendChild(out);
 
 
 def _probe(report: Report, tmp_path: Path) -> dict[str, Any]:
-    browser = _browser()
     page = tmp_path / "probe.html"
     page.write_text(render(report, "html").replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    dom = subprocess.run(
-        [browser, *FLAGS, f"--user-data-dir={tmp_path / 'p'}", "--virtual-time-budget=5000", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = dump_dom(page, tmp_path / "p", "--virtual-time-budget=5000")
     m = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
     assert m, dom[-2000:]
     return json.loads(html.unescape(m.group(1)))

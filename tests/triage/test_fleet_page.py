@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,17 +13,8 @@ from click.testing import CliRunner  # noqa: E402
 
 from analyzer.cli import main  # noqa: E402
 
+from ..browser import dump_dom, screenshot  # noqa: E402
 from ..conftest import REPO  # noqa: E402
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
-
-
-def _browser() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no chromium on this machine (.ci/run installs Debian's chromium)")
 
 
 def test_fleet_page_in_chromium(tmp_path: Path) -> None:
@@ -39,29 +29,12 @@ def test_fleet_page_in_chromium(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     html = page.read_text()
     assert "<script" not in html and "http://" not in html.split("<body>")[0] and "<link" not in html  # self-contained
-    browser = _browser()
-    dom = subprocess.run(
-        [browser, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    ).stdout
+    dom = dump_dom(page, tmp_path / "profile")
     assert "postmortem triage: 10 job(s)" in dom
     assert "Jobs per category over time" in dom and "<rect" in dom
     assert "Recurring nodes" in dom and "labnode2" in dom  # both copies of the 2-node OOM job name it
     assert dom.count("<details") == len({line for line in dom.split("<details")[1:]})
     assert "postmortem-fingerprint" in dom and "## Remediation" in dom  # each group with its ticket text
     shot = tmp_path / "fleet.png"
-    subprocess.run(
-        [
-            browser,
-            *FLAGS,
-            f"--user-data-dir={tmp_path / 'profile2'}",
-            f"--screenshot={shot}",
-            "--window-size=1200,900",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-    )
+    screenshot(page, shot, tmp_path / "profile2")
     assert shot.is_file() and shot.stat().st_size > 10_000
