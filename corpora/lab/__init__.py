@@ -251,32 +251,13 @@ class Ctx:
         args = []
         if rdzv == "standalone":
             args += ["--standalone", "--nnodes", "1"]
-        elif rdzv == "static":
-            self.port = port or getattr(self, "port", None) or free_port()
-            args += [
-                "--nnodes",
-                str(nnodes),
-                "--node-rank",
-                str(node_rank),
-                "--master-addr",
-                "labnode1",
-                "--master-port",
-                str(self.port),
-            ]
         else:
             self.port = port or getattr(self, "port", None) or free_port()
-            args += [
-                "--nnodes",
-                str(nnodes),
-                "--node-rank",
-                str(node_rank),
-                "--rdzv-backend",
-                "c10d",
-                "--rdzv-endpoint",
-                f"labnode1:{self.port}",
-                "--rdzv-id",
-                "job",
-            ]
+            args += ["--nnodes", str(nnodes), "--node-rank", str(node_rank)]
+            if rdzv == "static":
+                args += ["--master-addr", "labnode1", "--master-port", str(self.port)]
+            else:
+                args += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"labnode1:{self.port}", "--rdzv-id", "job"]
         args += ["--nproc-per-node", str(nproc)]
         if logging == "tee":
             args += ["--log-dir", "logs", "--tee", "3"]
