@@ -223,17 +223,21 @@ def as_json(results: list[Result], problems: list[Problem]) -> dict[str, Any]:
     }
 
 
+def _counts(c: dict[str, int], of: str) -> str:
+    """`(3 covered, 0 wrong, 0 missed; 1 benign; 2/5 undecidable recognised)` (`of`: "/" or " of ")."""
+    return (
+        f"({c['covered']} covered, {c['wrong']} wrong, {c['missed']} missed; {c['benign']} benign; "
+        f"{c['recognised']}{of}{c['recognised'] + c['unrecognised']} undecidable recognised)"
+    )
+
+
 def as_text(results: list[Result], problems: list[Problem], verbose: bool = True) -> str:
     s = summary(results)
     out = []
     for emitter, data in s["emitters"].items():
         c = data["counts"]
         cov = "n/a" if data["coverage"] is None else f"{data['coverage'] * 100:.0f}%"
-        out.append(
-            f"{emitter}: {data['messages']} messages, coverage {cov} "
-            f"({c['covered']} covered, {c['wrong']} wrong, {c['missed']} missed; "
-            f"{c['benign']} benign; {c['recognised']}/{c['recognised'] + c['unrecognised']} undecidable recognised)"
-        )
+        out.append(f"{emitter}: {data['messages']} messages, coverage {cov} {_counts(c, '/')}")
         for cat, cd in data["categories"].items():
             counts = ", ".join(f"{n} {st}" for st, n in cd["counts"].items())
             out.append(f"  {cat}: {cd['messages']} ({counts})")
@@ -245,10 +249,6 @@ def as_text(results: list[Result], problems: list[Problem], verbose: bool = True
                         out.append(f"    {r.status:<12} {r.message.id}: {sigs}{note}")
     t = s["totals"]
     cov = "n/a" if s["coverage"] is None else f"{s['coverage'] * 100:.1f}%"
-    out.append(
-        f"total: {s['messages']} messages, coverage {cov} ({t['covered']} covered, {t['wrong']} wrong, "
-        f"{t['missed']} missed; {t['benign']} benign; {t['recognised']} of "
-        f"{t['recognised'] + t['unrecognised']} undecidable recognised)"
-    )
+    out.append(f"total: {s['messages']} messages, coverage {cov} {_counts(t, ' of ')}")
     out.extend(str(p) for p in problems)
     return "\n".join(out)
