@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,13 +92,15 @@ def write_entry(directory: Path, name: str, payload: bytes) -> None:
             os.unlink(tmp)
 
 
-def read_json(directory: Path, name: str) -> Any:
+def read_json(directory: Path, name: str, object_hook: Callable[[dict[str, Any]], Any] | None = None) -> Any:
+    """The entry's JSON value (`object_hook` as json.loads takes it), None when it is missing,
+    fails its checks or is not JSON."""
     payload = read_entry(directory, name)
     if payload is None:
         return None
     try:
-        return json.loads(payload)
-    except ValueError:
+        return json.loads(payload, object_hook=object_hook)
+    except (ValueError, KeyError, TypeError):  # not JSON, or not the shape the hook reads
         log.warning("cache entry %s is not valid JSON; it is ignored and rebuilt", directory / name)
         return None
 

@@ -202,10 +202,10 @@ def _shared(tasks: list[_Task], workers: int, pool: Any) -> Iterator[_Done]:
     claimed = 0
     in_flight = AHEAD * (workers - 1)
     for i in range(n):
-        while len(pending) < in_flight and claimed < n:
-            pending[claimed] = pool.apply_async(_work, (tasks[claimed],))
-            claimed += 1
         while i not in done:
+            while len(pending) < in_flight and claimed < n:  # the pool kept fed, also between this process's own tasks
+                pending[claimed] = pool.apply_async(_work, (tasks[claimed],))
+                claimed += 1
             waiting = pending.get(i)
             if waiting is not None and (waiting.ready() or claimed >= n):
                 done[i] = waiting.get()

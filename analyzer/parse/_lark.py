@@ -35,14 +35,12 @@ def _encode(obj: Any) -> Any:
     raise TypeError(f"cannot cache a {type(obj).__name__}")
 
 
-def _decode(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        if "d" in obj:
-            return {_decode(k): _decode(v) for k, v in obj["d"]}
-        return tuple(_decode(v) for v in obj["t"])
-    if isinstance(obj, list):
-        return [_decode(v) for v in obj]
-    return obj
+def _decode(obj: dict[str, Any]) -> Any:
+    """One tagged JSON object back to its dict or tuple (json's object_hook: called inside out,
+    so its members are already decoded)."""
+    if "d" in obj:
+        return {k: v for k, v in obj["d"]}
+    return tuple(obj["t"])
 
 
 @cache
@@ -55,10 +53,10 @@ def load_parser(stem: str, start: str = "start", parser: str = "lalr", **options
         return Lark(text, **kwargs)
     key = hashlib.sha256((lark.__version__ + "\0" + text + repr(sorted(kwargs.items()))).encode()).hexdigest()[:24]
     name = f"{stem}-{key}.json"
-    stored = read_json(directory, name)
+    stored = read_json(directory, name, object_hook=_decode)
     if stored is not None:
         try:
-            return Lark.load(_decode(stored))
+            return Lark.load(stored)
         except Exception:  # a stale or odd entry (the hash matched: written by us): rebuild
             pass
     built = Lark(text, **kwargs)
