@@ -52,6 +52,19 @@ def test_xid_variants() -> None:
     assert _at(events, 13).fields["xid"] == 154
 
 
+def test_xid_of_a_mig_instance() -> None:
+    # kern_gpu_error_cont_ga100.c: the MIG GPU instance follows the bus id inside the parentheses
+    lines = [
+        "[ 1843.308145] NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No",
+        "[ 1843.308146] NVRM: Xid (PCI:0000:01:00): 95, pid=7062, Uncontained: LTC TAG (0x2, 0x1). RST: Yes, D-RST: No",
+    ]
+    mig, whole = parse_lines(lines, "kern.log")[0]
+    assert mig.kind == EventKind.XID and whole.kind == EventKind.XID
+    assert (mig.fields["xid"], mig.fields["pci"], mig.pid) == (94, "0000:01:00", 7194)
+    assert mig.fields["xid_message"] == "Contained: CE User Channel (0x9). RST: No, D-RST: No"
+    assert (whole.fields["xid"], whole.fields["pci"], whole.pid) == (95, "0000:01:00", 7062)
+
+
 def test_nvrm_gpu_lines_and_segfault() -> None:
     events = _events("xid.log")
     gpu = _at(events, 1)
