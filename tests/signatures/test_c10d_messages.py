@@ -13,9 +13,7 @@ import pytest
 
 from analyzer.pipeline import analyze
 
-NCCL_INIT = (
-    "node1:3331:3391 [{r}] NCCL INFO comm 0x8b6d9c0 rank {r} nranks 2 cudaDev {r} busId 1000 - Init COMPLETE\n"
-)
+NCCL_INIT = "node1:3331:3391 [{r}] NCCL INFO comm 0x8b6d9c0 rank {r} nranks 2 cudaDev {r} busId 1000 - Init COMPLETE\n"
 
 
 def _run(tmp_path: Path, logs: dict[str, str]) -> Path:
@@ -80,10 +78,7 @@ def test_a_c10d_failure_names_its_cause(tmp_path: Path, name: str) -> None:
 
 
 def test_heartbeat_monitor_of_2_2_is_a_hang(tmp_path: Path) -> None:
-    line = (
-        "[E ProcessGroupNCCL.cpp:1153] [Rank 1] monitoring thread detects no heartbeat and will finally kill the "
-        "process!"
-    )
+    line = "[E ProcessGroupNCCL.cpp:1153] [Rank 1] monitoring thread detects no heartbeat and will finally kill the process!"
     run = _run(tmp_path, {"rank1.log": NCCL_INIT.format(r=1) + "step 10 loss 2.31\n" + line + "\n"})
     report = analyze(run)
     assert report.verdict.category.value == "hang"
