@@ -107,3 +107,11 @@ def test_a_bind_warning_before_a_successful_listen_is_no_failure(tmp_path: Path)
     report = analyze(_run(tmp_path, {"rank0.log": log}))
     assert report.verdict.category.value == "none"
     assert "network.tcpstore_listen_failed" not in report.verdict.signatures
+
+
+def test_a_store_socket_errno_is_network_evidence_not_a_program_error(tmp_path: Path) -> None:
+    # c10d's SYSCHECK raises strerror(errno) alone: the store's peer went away, the program did nothing wrong
+    run = _run(tmp_path, {"rank1.log": NCCL_INIT.format(r=1) + _traceback("RuntimeError: Broken pipe")})
+    report = analyze(run)
+    assert report.verdict.category.value != "user_code"
+    assert "network.store_connection_closed" in {e.signature for e in report.evidence}
