@@ -104,6 +104,16 @@ def _findings(line: str) -> list[Finding]:
             "version_mismatch.nccl_cuda_driver_too_old",
             "the CUDA driver is too old for this NCCL (missing symbol cuGetProcAddress)",
         ),
+        (
+            H + "include/alloc.h:178 (ncclCalloc) NCCL WARN Failed to malloc 8388608 bytes",
+            "oom_cascade.nccl_host_alloc_failed",
+            "NCCL could not allocate 8388608 bytes of host memory",
+        ),
+        (
+            H + "enqueue.cc:262 NCCL WARN Error : mixing different streams within a group call is not supported.",
+            "user_code.nccl_invalid_usage",
+            "NCCL refused the call: mixing different streams within a group call is not supported",
+        ),
     ],
 )
 def test_catalogued_line_names_its_signature(line: str, signature: str, summary: str | tuple[str, ...]) -> None:
