@@ -89,6 +89,20 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
     assert report.verdict.category.value == "unknown"
 
 
+def test_a_chain_of_nccl_error_returns_is_a_failure_one_alone_is_not(tmp_path: Path) -> None:
+    head = "gpu-c02:3331:3331 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
+    chain = (
+        "gpu-c02:3331:3391 [0] NCCL INFO misc/socket.cc:564 -> 2\n"
+        "gpu-c02:3331:3391 [0] NCCL INFO transport.cc:33 -> 2\n"
+        "gpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 2\n"
+    )
+    report = analyze(_write(tmp_path / "chain", {"rank0.log": head + chain}))
+    assert report.verdict.category.value == "unknown"
+    # one return line (a finishing peer's socket closing) and a zero result are no failure
+    alone = chain.splitlines(keepends=True)[0] + "gpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 0\n"
+    assert analyze(_write(tmp_path / "alone", {"rank0.log": head + alone})).verdict.category.value == "none"
+
+
 def test_the_exception_line_of_a_caught_traceback_is_no_failure(tmp_path: Path) -> None:
     log = (
         "ERROR:root:could not read the cached index, rebuilding it\n"

@@ -3,8 +3,8 @@
 A verdict names a category only on evidence for it. Failure evidence is what a dying job leaves:
 a signature that fired as a root cause or a symptom, a Python traceback that was not caught and
 logged, a launcher's report of a failed child or a non-zero exit, a fatal signal, a kernel OOM
-kill, oops or Xid, a core or a native backtrace, a collective timeout. Routine chatter (NCCL INFO
-lines, warnings, a corrected PCIe error, lines that merely contain the word "error") is not.
+kill, oops or Xid, a core or a native backtrace, a collective timeout, a chain of NCCL's error
+returns. Routine chatter (other NCCL INFO lines, warnings, a corrected PCIe error, lines that merely contain the word "error") is not.
 
 Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
 choose among the categories that some finding supports (its `candidates`); with none of those,
@@ -89,7 +89,26 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
             continue
         if is_failure_event(e):
             out[id(e)] = e
+    for e in error_returns(events):
+        out.setdefault(id(e), e)
     return list(out.values())
+
+
+# NCCL's checks (`NCCLCHECK` and kin, src/include/checks.h, 2.3 to today) print `<file>:<line> -> <result>`
+# at INFO each time a call returns an error to its caller, so a failure leaves a chain of them up
+# the call stack; one alone can be a connection that a finishing peer closed
+ERROR_RETURN_CHAIN = 2
+
+
+def error_returns(events: list[Event]) -> list[Event]:
+    """NCCL's error-return lines (a non-zero ncclResult_t passed up) of the processes that printed
+    a chain of at least ERROR_RETURN_CHAIN of them."""
+    by_process: dict[tuple[str, int | None], list[Event]] = {}
+    for e in events:
+        result = e.fields.get("result") if e.kind is EventKind.NCCL else None
+        if isinstance(result, int) and not isinstance(result, bool) and result != 0:
+            by_process.setdefault((e.loc.file, e.pid), []).append(e)
+    return [e for chain in by_process.values() if len(chain) >= ERROR_RETURN_CHAIN for e in chain]
 
 
 def _shows_failure(f: Finding) -> bool:
