@@ -9,7 +9,7 @@ import pytest
 from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Finding
 from analyzer.signatures.loader import line_patterns, load_all
-from analyzer.signatures.matcher import find
+from analyzer.signatures.matcher import _Safe, find
 
 SIGS, _ = load_all()
 SCANNER = build_scanner(line_patterns(SIGS))
@@ -118,13 +118,14 @@ def _findings(line: str) -> list[Finding]:
 )
 def test_catalogued_line_names_its_signature(line: str, signature: str, summary: str | tuple[str, ...]) -> None:
     """`summary`: the whole summary, or (for a signature whose summary names groups of several
-    alternatives) the values it must quote."""
+    alternatives) the values it must quote; the alternatives that did not match print nothing."""
     found = {f.signature: f.summary for f in _findings(line)}
     assert signature in found
     if isinstance(summary, str):
         assert found[signature] == summary
     else:
         assert all(part in found[signature] for part in summary), found[signature]
+        assert "?" not in found[signature]
 
 
 @pytest.mark.parametrize(
@@ -144,3 +145,10 @@ def test_catalogued_line_names_its_signature(line: str, signature: str, summary:
 )
 def test_benign_nccl_line_names_nothing(line: str) -> None:
     assert _findings(line) == []
+
+
+def test_summary_placeholders_back_to_back_are_alternatives() -> None:
+    assert _Safe().format("to {peer}{peer2}: {err}", peer2="10.1.1.2<45671>", err="refused") == "to 10.1.1.2<45671>: refused"
+    # a value missing where no alternative has one still shows as unknown
+    assert _Safe().format("to {peer}{peer2}: {err}") == "to ??: ?"
+    assert _Safe().format("rank {rank} on {host}", rank=3) == "rank 3 on ?"
