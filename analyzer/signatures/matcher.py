@@ -100,9 +100,33 @@ def match_event(sig: Signature, event: Event) -> dict[str, str] | None:
 
 
 class _Safe(string.Formatter):
+    """A missing value prints as `?`, except inside a run of placeholders written back to back
+    (`{conn_peer}{conn_peer2}`): those are alternatives, the groups of different regexes of one
+    signature, so the missing ones print nothing while one of them has a value."""
+
+    _blank: set[str] = set()  # noqa: RUF012 - set per call by vformat
+
+    def vformat(self, format_string: str, args: Sequence[Any], kwargs: Any) -> str:
+        runs: list[list[str]] = [[]]
+        for literal, name, _spec, _conv in self.parse(format_string):
+            if literal:  # text between two placeholders ends a run
+                runs.append([])
+            if name is not None:
+                runs[-1].append(name)
+        self._blank = {
+            n
+            for run in runs
+            if len(run) > 1 and any(kwargs.get(m) is not None for m in run)
+            for n in run
+            if kwargs.get(n) is None
+        }
+        return super().vformat(format_string, args, kwargs)
+
     def get_value(self, key: int | str, args: Sequence[Any], kwargs: dict[str, Any]) -> Any:  # type: ignore[override]
         value = kwargs.get(str(key))
-        return "?" if value is None else value
+        if value is None:
+            return "" if str(key) in self._blank else "?"
+        return value
 
     def format_field(self, value: Any, format_spec: str) -> str:
         try:

@@ -313,18 +313,24 @@ def sniff(head: bytes, name: str) -> SourceKind:
                 return SourceKind.ELASTIC_ERROR
     lines = max(1, sample.count(b"\n"))
     lower = name.lower()
-    if _FAULTHANDLER.search(sample) and b"Traceback (most recent call last)" not in sample[:4096]:
+    # each pattern is tried only where the literal it needs occurs (a `find` is far cheaper)
+    if (
+        (b"Fatal Python error: " in sample or b"Current thread 0x" in sample)
+        and _FAULTHANDLER.search(sample)
+        and b"Traceback (most recent call last)" not in sample[:4096]
+    ):
         if sample.lstrip().startswith((b"Fatal Python error", b"Current thread", b"Thread 0x")):
             return SourceKind.FAULTHANDLER
-    gdb_lines = len(_GDB_LINE.findall(sample))
+    gdb_lines = len(_GDB_LINE.findall(sample)) if b"#" in sample or b"Thread " in sample else 0
     if gdb_lines >= 3 and (
-        gdb_lines >= 0.2 * lines or (_GDB_TOP.search(sample) and b"Traceback (most recent call last)" not in sample)
+        gdb_lines >= 0.2 * lines
+        or (b"#0" in sample and _GDB_TOP.search(sample) and b"Traceback (most recent call last)" not in sample)
     ):
         return SourceKind.GDB_BACKTRACE  # `bt full` spends most lines on locals: a #0 frame decides
-    kernel_lines = len(_KERNEL_LINE.findall(sample))
+    kernel_lines = len(_KERNEL_LINE.findall(sample)) if b"[" in sample or b" kernel:" in sample else 0
     if kernel_lines >= 0.5 * lines or (kernel_lines and any(k in lower for k in ("dmesg", "kern", "syslog", "journal"))):
         return SourceKind.KERNEL_LOG
-    nccl_lines = len(_NCCL_LINE.findall(sample))
+    nccl_lines = len(_NCCL_LINE.findall(sample)) if b"NCCL " in sample else 0
     if nccl_lines >= 0.5 * lines or (nccl_lines and "nccl" in lower):
         return SourceKind.NCCL_LOG
     if lower.endswith((".bt", ".gdb")) or "backtrace" in lower:

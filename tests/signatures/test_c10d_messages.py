@@ -61,7 +61,7 @@ CASES = {
         "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1691, "
         "invalid usage (run with NCCL_DEBUG=WARN for details), NCCL version 2.19.3",
         "user_code",
-        "user_code.nccl_invalid_usage",
+        "user_code.nccl_invalid_usage_status",
     ),
 }
 
