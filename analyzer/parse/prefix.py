@@ -3,7 +3,8 @@
 `split_prefix` peels them off one after another and says what they told: rank, host, pid,
 device, the time text. Handled: `[rank3]:` (PyTorch), `[default3]:` (torchrun --tee /
 log_line_prefix_template), `[1,3]<stderr>:` (Open MPI --tag-output), `3: ` (srun --label),
-`node7: ` (pdsh / DeepSpeed multi-node runner), NCCL's `host:pid:tid [dev]`, and the common
+`node7: ` (pdsh / DeepSpeed multi-node runner), Ray's worker prefix `(ActorName pid=N, ip=A)`
+(ray/_private/worker.py print_worker_logs), NCCL's `host:pid:tid [dev]`, and the common
 clock formats (ISO, Python logging, glog, syslog, dmesg uptime and `dmesg -T`).
 """
 
@@ -17,6 +18,7 @@ _TEE = re.compile(r"\[([A-Za-z_][\w-]*?)(\d+)\]:\s?")
 _MPI = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:\s?")
 _SRUN = re.compile(r"\s{0,4}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][\w.-]*\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
+_RAY = re.compile(r"\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ip=([\w.:-]+))?\)\s")
 _NCCL = re.compile(r"([\w.-]+):(\d+):(\d+) \[(\d+)\] (?=NCCL )")
 _TIMES = (
     # 2024-05-01 12:34:56,789 / 2024-05-01T12:34:56.123Z / [2024-05-01 12:34:56]
@@ -68,6 +70,12 @@ def split_prefix(line: str) -> Prefix:
         m = _TEE.match(rest)
         if m and m.group(1).lower() not in ("rank",):
             local_rank = int(m.group(2))
+            rest = rest[m.end() :]
+            continue
+        m = _RAY.match(rest)
+        if m and pid is None:
+            pid = int(m.group(1))
+            host = host or m.group(2)
             rest = rest[m.end() :]
             continue
         m = _NCCL.match(rest)
