@@ -11,7 +11,15 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from analyzer.classify.abstain import candidates, demote_caught, failed, finished, last_words, mark_logged
+from analyzer.classify.abstain import (
+    candidates,
+    demote_caught,
+    failed,
+    finished,
+    last_words,
+    mark_error_chains,
+    mark_logged,
+)
 from analyzer.classify.combine import combine
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
@@ -73,7 +81,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout, limits=opts.limits, workers=opts.workers
     )
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
-    job = correlate(mark_logged(normalized))
+    job = correlate(mark_error_chains(mark_logged(normalized)))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
     findings = last_words(demote_caught(findings), {s.id for s in sigs if s.last_words}, ingested.sources)
     standalone = {s.id for s in sigs if s.standalone}

@@ -45,6 +45,11 @@ _SAYS_FAILURE = re.compile(
     # assert or glog CHECK, a C++ exception that reached std::terminate
     rf"|^{EXCEPTION_NAME}(?::\s|$)"
     r"|Assertion [`'].*[`'] failed|\bCheck failed\b|terminate called after throwing|^what\(\):"
+    # NCCL's result strings (ncclGetErrorString, src/init.cc 2.3-2.30), quoted by whatever called
+    # NCCL (c10d, Horovod, XLA, TensorFlow) when a call returned that error; the generic "internal
+    # error" and "invalid argument" are left out
+    r"|\bunhandled (?:cuda|system) error\b|remote process exited or there was a network error"
+    r"|internal error - please report this issue to the NCCL developers"
 )
 
 
@@ -64,6 +69,8 @@ def is_failure_event(e: Event) -> bool:
         return not e.fields.get("caught")
     if e.kind is EventKind.NCCL and e.fields.get("nccl_error"):
         return True  # NCCL returned an error code to its caller (`NCCL error in: ...`)
+    if e.kind is EventKind.NCCL and e.fields.get("error_code") and not {"nccl_level", "result"} & e.fields.keys():
+        return True  # the caller's line naming the code it got (`ncclSystemError: System call ...`)
     if e.kind is EventKind.LINE and e.fields.get("generic"):
         # a line no signature names that still says a failure happened: the verdict is at least
         # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count)
@@ -98,6 +105,23 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
 # at INFO each time a call returns an error to its caller, so a failure leaves a chain of them up
 # the call stack; one alone can be a connection that a finishing peer closed
 ERROR_RETURN_CHAIN = 2
+
+
+def mark_error_chains(events: list[Event]) -> list[Event]:
+    """The events, the first line of each chain of NCCL error returns (its deepest frame, where
+    the error began: NCCL prints the frames as they return) marked with the file it names
+    (`error_chain_origin`) and the chain's length, for signatures to tell the subsystem that failed."""
+    chains: dict[tuple[str, int | None], list[Event]] = {}
+    for e in error_returns(events):
+        chains.setdefault((e.loc.file, e.pid), []).append(e)
+    first = {id(chain[0]): chain for chain in chains.values()}
+    out = []
+    for e in events:
+        chain = first.get(id(e))
+        if chain is not None:
+            e = replace(e, fields={**e.fields, "error_chain_origin": e.fields.get("src_file"), "error_chain_length": len(chain)})
+        out.append(e)
+    return out
 
 
 def error_returns(events: list[Event]) -> list[Event]:

@@ -155,6 +155,9 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             "src_file",
             "src_line",
             "transport",
+            # the first (deepest) line of a chain of error returns (classify/abstain.py)
+            "error_chain_origin",
+            "error_chain_length",
         }
     ),
     EventKind.WATCHDOG: frozenset(
