@@ -92,15 +92,58 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
 def test_a_chain_of_nccl_error_returns_is_a_failure_one_alone_is_not(tmp_path: Path) -> None:
     head = "gpu-c02:3331:3331 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"
     chain = (
-        "gpu-c02:3331:3391 [0] NCCL INFO misc/socket.cc:564 -> 2\n"
-        "gpu-c02:3331:3391 [0] NCCL INFO transport.cc:33 -> 2\n"
-        "gpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 2\n"
+        "gpu-c02:3331:3391 [0] NCCL INFO graph/topo.cc:712 -> 3\n"
+        "gpu-c02:3331:3391 [0] NCCL INFO transport.cc:33 -> 3\n"
+        "gpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 3\n"
     )
     report = analyze(_write(tmp_path / "chain", {"rank0.log": head + chain}))
     assert report.verdict.category.value == "unknown"
     # one return line (a finishing peer's socket closing) and a zero result are no failure
-    alone = chain.splitlines(keepends=True)[0] + "gpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 0\n"
+    alone = "gpu-c02:3331:3391 [0] NCCL INFO misc/socket.cc:564 -> 2\ngpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 0\n"
     assert analyze(_write(tmp_path / "alone", {"rank0.log": head + alone})).verdict.category.value == "none"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # NCCL's result strings as its callers quote them (XLA, Horovod/TensorFlow)
+        "E0605 09:26:44.248647 1054 pjrt_stream_executor_client.cc:2839] Execution of replica 0 failed: INTERNAL: "
+        "NCCL operation ncclGroupEnd() failed: unhandled system error",
+        "UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
+        # c10d's line naming the code NCCL returned, its `NCCL error in:` line lost
+        "ncclInternalError: Internal check failed.",
+    ],
+)
+def test_nccl_result_strings_are_failure_evidence(tmp_path: Path, line: str) -> None:
+    report = analyze(_write(tmp_path, {"rank0.log": f"step 10 loss 2.0975\n{line}\n"}))
+    assert report.verdict.category.value == "unknown"
+
+
+def test_a_chain_of_error_returns_from_the_socket_code_is_a_network_failure(tmp_path: Path) -> None:
+    log = (
+        "a100-03:2330:2658 [2] NCCL INFO Using network IBext\n"
+        "a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
+        "a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:618 -> 2\n"
+        "a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n"
+    )
+    report = analyze(_write(tmp_path, {"nccl.log": log}))
+    assert (report.verdict.category.value, report.verdict.subcategory) == ("network", "network.socket_error")
+    assert report.verdict.first_failure.line == 2  # the chain's first (deepest) line
+    # the same chain begun in the P2P transport names no socket
+    p2p = analyze(_write(tmp_path / "p2p", {"nccl.log": log.replace("misc/socket.cc", "transport/p2p.cc")}))
+    assert p2p.verdict.category.value != "network"
+
+
+def test_a_ray_worker_prefix_is_read(tmp_path: Path) -> None:
+    log = (
+        '(ActorModelRayActor pid=348952)   File "/usr/lib/python3/vllm/device_allocator/cumem.py", line 75, in create_and_map\n'
+        "(ActorModelRayActor pid=348952)     python_create_and_map(*allocation_handle)\n"
+        "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n"
+    )
+    report = analyze(_write(tmp_path, {"driver.log": log}))
+    assert report.verdict.category.value == "oom_cascade"
+    row = report.evidence[0]
+    assert row.line == 3 and "out of memory" in row.text
 
 
 def test_the_exception_line_of_a_caught_traceback_is_no_failure(tmp_path: Path) -> None:

@@ -46,9 +46,14 @@ def test_one_job_over_hours_is_one_job() -> None:
     assert not any("jobs" in w or "time spans" in w for w in report.warnings)
 
 
+# cases whose thread posted the logs of two runs (each file one run, a day apart): the warning is right
+SEVERAL_RUNS = {"real-nd-080"}
+
+
 @pytest.mark.parametrize("case", sorted(p.parent for p in REPO.glob("corpora/*/*/case.yaml")), ids=lambda p: p.name)
 def test_no_corpus_case_is_taken_for_several_jobs(case: Path) -> None:
-    assert not any("jobs" in w or "time spans" in w or "runs (run ids" in w for w in analyze(case).warnings)
+    warned = any("jobs" in w or "time spans" in w or "runs (run ids" in w for w in analyze(case).warnings)
+    assert warned == (case.name in SEVERAL_RUNS)
 
 
 def test_job_ids_from_paths() -> None:
