@@ -246,6 +246,7 @@ def _line(run: Path, file: str, line: int) -> str:
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_every_evidence_row_quotes_the_line_it_cites(case: Path) -> None:
     report = analyze(case)
+    assert len(set(report.timeline)) == len(report.timeline)  # no moment listed twice
     seen = set()
     for e in report.evidence:
         assert (e.file, e.line) not in seen  # one row per line

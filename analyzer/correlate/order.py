@@ -93,11 +93,13 @@ def timeline(events: list[Event], findings: list[Finding], limit: int = 200) -> 
     chosen.sort(key=sort_key)
     if len(chosen) > limit:
         chosen = chosen[: limit // 2] + chosen[-limit // 2 :]
-    out = []
+    out: list[TimelineEntry] = []
+    seen: set[TimelineEntry] = set()
     for e in chosen:
         f = matched.get(id(e))
         summary = f.summary if f else e.message
-        out.append(
-            TimelineEntry(e.time, e.host, e.rank, f.signature if f else str(e.kind), summary[:300], e.loc.file, e.loc.line)
-        )
+        entry = TimelineEntry(e.time, e.host, e.rank, f.signature if f else str(e.kind), summary[:300], e.loc.file, e.loc.line)
+        if entry not in seen:  # one line read twice (torchrun's summary, by its two section headers) is one moment
+            seen.add(entry)
+            out.append(entry)
     return out
