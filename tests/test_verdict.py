@@ -87,6 +87,20 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
 def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
     report = analyze(_write(tmp_path, {"rank0.log": f"[rank0] epoch 0 step 10 loss 2.0975\n{line}\n"}))
     assert report.verdict.category.value == "unknown"
+    # the cause is unknown, the failure is not: its line is the first failure, on the timeline once
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("rank0.log", 2)
+    assert [t.line for t in report.timeline] == [2]
+    assert "rank0.log:2" in report.verdict.explanation
+
+
+def test_an_nccl_error_without_debug_output_asks_for_it(tmp_path: Path) -> None:
+    line = "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:514, unhandled system error, NCCL version 2.4.8"
+    report = analyze(_write(tmp_path, {"rank0.log": f"step 10\n{line}\n"}))
+    assert any("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" in h for h in report.missing_evidence)
+    # with NCCL's debug output kept, nothing to ask for
+    debug = "node1:3245:3245 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    kept = analyze(_write(tmp_path / "kept", {"rank0.log": f"{debug}step 10\n{line}\n"}))
+    assert not any("NCCL_DEBUG" in h for h in kept.missing_evidence)
 
 
 def test_a_chain_of_nccl_error_returns_is_a_failure_one_alone_is_not(tmp_path: Path) -> None:

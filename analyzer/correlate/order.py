@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from analyzer.model import CascadeEntry, Event, Finding, Role, TimelineEntry
 
@@ -86,20 +86,29 @@ def cascade(root: Finding, findings: list[Finding], root_category: str) -> list[
     return entries
 
 
-def timeline(events: list[Event], findings: list[Finding], limit: int = 200) -> list[TimelineEntry]:
-    """The failing moments: every event a signature matched, plus launcher and kernel records."""
+def timeline(events: list[Event], findings: list[Finding], limit: int = 200, also: Sequence[Event] = ()) -> list[TimelineEntry]:
+    """The failing moments: every event a signature matched, plus launcher and kernel records
+    and the events in `also` (the lines that show a failure no signature names)."""
     matched = {id(f.event): f for f in findings}
-    chosen = [e for e in events if id(e) in matched or str(e.kind) in ("elastic_failure", "signal", "oom_kill", "xid", "core")]
+    extra = {id(e) for e in also}
+    chosen = [
+        e
+        for e in events
+        if id(e) in matched or id(e) in extra or str(e.kind) in ("elastic_failure", "signal", "oom_kill", "xid", "core")
+    ]
     chosen.sort(key=sort_key)
     if len(chosen) > limit:
         chosen = chosen[: limit // 2] + chosen[-limit // 2 :]
     out: list[TimelineEntry] = []
-    seen: set[TimelineEntry] = set()
+    seen: set[tuple[object, ...]] = set()
     for e in chosen:
         f = matched.get(id(e))
         summary = f.summary if f else e.message
         entry = TimelineEntry(e.time, e.host, e.rank, f.signature if f else str(e.kind), summary[:300], e.loc.file, e.loc.line)
-        if entry not in seen:  # one line read twice (torchrun's summary, by its two section headers) is one moment
-            seen.add(entry)
+        # one line read twice (torchrun's summary, by its two section headers; an exception line
+        # by its traceback and by the NCCL parser) is one moment
+        key = (entry.time, entry.host, entry.rank, entry.summary, entry.file, entry.line)
+        if key not in seen:
+            seen.add(key)
             out.append(entry)
     return out

@@ -11,11 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from analyzer import __version__
+from analyzer.classify.abstain import failure_evidence
 from analyzer.classify.features import normalize as normalize_words
 from analyzer.classify.rules import Decision
 from analyzer.correlate.blame import blamed_rank, stalled_rank
 from analyzer.correlate.gpu import gpu_of
-from analyzer.correlate.order import cascade, finding_key, timeline
+from analyzer.correlate.order import cascade, finding_key, sort_key, timeline
 from analyzer.model import (
     Alternative,
     Category,
@@ -57,6 +58,7 @@ def build_report(
     taxonomy_titles = category_titles()
 
     root = decision.root
+    shown: list[Event] = []  # the lines that show a failure no signature names (no root cause)
     if root is not None and decision.category not in (Category.UNKNOWN, Category.NONE):
         rank, host = first_rank(decision, single_process, events, findings)
         pci, gpu_index = gpu_of([root.event, *(f.event for f in decision.root_findings)], events)
@@ -83,11 +85,21 @@ def build_report(
         chain = []
         if decision.category is Category.NONE:
             title = taxonomy_titles.get(Category.NONE.value, "No failure found")
-        elif decision.category is Category.UNKNOWN:
-            title = "Root cause unknown"
-        else:  # the classifier's call from the whole picture, with no line that names the cause
-            title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
+        else:
+            # the cause is not known, the failure is: its earliest line is the first failure
+            shown = sorted(failure_evidence(events, findings), key=sort_key)
+            if shown:
+                e = shown[0]
+                first = FirstFailure(
+                    e.rank, e.host, e.time, e.loc.file, e.loc.line, time_approx=e.time_approx and e.time is not None
+                )
+            if decision.category is Category.UNKNOWN:
+                title = "Root cause unknown"
+            else:  # the classifier's call from the whole picture, with no line that names the cause
+                title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
         explanation = "; ".join(decision.notes) or "no signature explains this failure"
+        if shown and shown[0].loc.line:
+            explanation += f"; the first line that shows the failure: {shown[0].loc.file}:{shown[0].loc.line}"
     hosts = {e.host for e in events if e.host} | {s.host for s in sources if s.host}
     fp = fingerprint(decision.category.value, decision.subcategory, decision.root, hosts)
     verdict = Verdict(
@@ -108,7 +120,7 @@ def build_report(
         alternatives=as_distribution(decision.confidence, (Alternative(c, s, conf) for c, s, conf in decision.alternatives)),
         cascade=tuple(chain),
         evidence=tuple(evidence),
-        timeline=tuple(timeline(events, findings)),
+        timeline=tuple(timeline(events, findings, also=shown)),
         sources=tuple(sources),
         # what to collect "after a failure" means nothing for a job that did not fail
         missing_evidence=()
@@ -248,6 +260,8 @@ def _missing(sources: Sequence[SourceInfo], events: list[Event], findings: list[
         if h.missing_event and event_kinds & set(h.missing_event):
             continue
         if h.missing_text is not None and any(h.missing_text in e.text for e in events):
+            continue
+        if h.present_text is not None and not any(h.present_text in e.text for e in events):
             continue
         if h.signatures and not any(fnmatch.fnmatchcase(s, g) for s in sigs for g in h.signatures):
             continue

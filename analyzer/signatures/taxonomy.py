@@ -35,6 +35,7 @@ class Hint:
     missing_source: str | None = None
     missing_event: tuple[str, ...] = ()
     missing_text: str | None = None
+    present_text: str | None = None
     signatures: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
 
@@ -86,6 +87,7 @@ def missing_evidence_hints(root: Path | None = None) -> tuple[Hint, ...]:
                 missing_source=spec.get("missing_source"),
                 missing_event=_tuple(spec.get("missing_event")),
                 missing_text=spec.get("missing_text"),
+                present_text=spec.get("present_text"),
                 signatures=_tuple(spec.get("signatures")),
                 categories=_tuple(spec.get("categories")),
             )
