@@ -4,7 +4,8 @@ A verdict names a category only on evidence for it. Failure evidence is what a d
 a signature that fired as a root cause or a symptom, a Python traceback that was not caught and
 logged, a launcher's report of a failed child or a non-zero exit, a fatal signal, a kernel OOM
 kill, oops or Xid, a core or a native backtrace, a collective timeout, a chain of NCCL's error
-returns. Routine chatter (other NCCL INFO lines, warnings, a corrected PCIe error, lines that merely contain the word "error") is not.
+returns. Routine chatter (other NCCL INFO lines, warnings, a corrected PCIe error, lines that
+merely contain the word "error") is not.
 
 Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
 choose among the categories that some finding supports (its `candidates`); with none of those,
@@ -96,8 +97,9 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
             continue
         if is_failure_event(e):
             out[id(e)] = e
-    for e in error_returns(events):
-        out.setdefault(id(e), e)
+    for chain in error_chains(events):
+        for e in chain:
+            out.setdefault(id(e), e)
     return list(out.values())
 
 
@@ -111,28 +113,25 @@ def mark_error_chains(events: list[Event]) -> list[Event]:
     """The events, the first line of each chain of NCCL error returns (its deepest frame, where
     the error began: NCCL prints the frames as they return) marked with the file it names
     (`error_chain_origin`) and the chain's length, for signatures to tell the subsystem that failed."""
-    chains: dict[tuple[str, int | None], list[Event]] = {}
-    for e in error_returns(events):
-        chains.setdefault((e.loc.file, e.pid), []).append(e)
-    first = {id(chain[0]): chain for chain in chains.values()}
+    lengths = {id(chain[0]): len(chain) for chain in error_chains(events)}
     out = []
     for e in events:
-        chain = first.get(id(e))
-        if chain is not None:
-            e = replace(e, fields={**e.fields, "error_chain_origin": e.fields.get("src_file"), "error_chain_length": len(chain)})
+        n = lengths.get(id(e))
+        if n is not None:
+            e = replace(e, fields={**e.fields, "error_chain_origin": e.fields.get("src_file"), "error_chain_length": n})
         out.append(e)
     return out
 
 
-def error_returns(events: list[Event]) -> list[Event]:
-    """NCCL's error-return lines (a non-zero ncclResult_t passed up) of the processes that printed
-    a chain of at least ERROR_RETURN_CHAIN of them."""
+def error_chains(events: list[Event]) -> list[list[Event]]:
+    """Per process (file and pid), its NCCL error-return lines (a non-zero ncclResult_t passed
+    up) in order, where it printed at least ERROR_RETURN_CHAIN of them."""
     by_process: dict[tuple[str, int | None], list[Event]] = {}
     for e in events:
         result = e.fields.get("result") if e.kind is EventKind.NCCL else None
         if isinstance(result, int) and not isinstance(result, bool) and result != 0:
             by_process.setdefault((e.loc.file, e.pid), []).append(e)
-    return [e for chain in by_process.values() if len(chain) >= ERROR_RETURN_CHAIN for e in chain]
+    return [chain for chain in by_process.values() if len(chain) >= ERROR_RETURN_CHAIN]
 
 
 def _shows_failure(f: Finding) -> bool:

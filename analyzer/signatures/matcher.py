@@ -104,7 +104,9 @@ class _Safe(string.Formatter):
     (`{conn_peer}{conn_peer2}`): those are alternatives, the groups of different regexes of one
     signature, so the missing ones print nothing while one of them has a value."""
 
-    _blank: set[str] = set()  # noqa: RUF012 - set per call by vformat
+    def __init__(self) -> None:
+        super().__init__()
+        self._blank: set[str] = set()  # the placeholders of the current call that print nothing
 
     def vformat(self, format_string: str, args: Sequence[Any], kwargs: Any) -> str:
         runs: list[list[str]] = [[]]
