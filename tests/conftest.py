@@ -22,6 +22,15 @@ REPO = Path(__file__).resolve().parents[1]
 _CACHE: str | None = None
 
 
+def write_run(run: Path, files: dict[str, str]) -> Path:
+    """A run dir at `run` holding these files (relative name -> text)."""
+    for name, text in files.items():
+        path = run / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return run
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The suite never reads or writes the user's cache: compiled scanners and the parsed
     signature database go to a private directory (0700) removed at the end; subprocesses that

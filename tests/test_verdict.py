@@ -17,18 +17,10 @@ from analyzer.pipeline import analyze
 from analyzer.report.json_report import render_json
 from analyzer.scan.lines import terminal_view
 
-from .conftest import REPO
+from .conftest import REPO, write_run
 
 CASES = sorted(p.parent for p in (REPO / "corpora").rglob("case.yaml"))
 HEALTHY = sorted(p.parent for p in (REPO / "corpora" / "healthy").glob("*/case.yaml"))
-
-
-def _write(run: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = run / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return run
 
 
 # torch.distributed.elastic agent, NCCL INFO chatter of a job that finished
@@ -44,7 +36,7 @@ FINISHED = """\
 
 
 def test_a_finished_multi_node_torchrun_job_is_none(tmp_path: Path) -> None:
-    run = _write(tmp_path, {"node1/console.log": FINISHED, "node2/console.log": FINISHED.replace("gpu-c02", "gpu-c03")})
+    run = write_run(tmp_path, {"node1/console.log": FINISHED, "node2/console.log": FINISHED.replace("gpu-c02", "gpu-c03")})
     report = analyze(run)
     assert report.verdict.category.value == "none"
     assert report.verdict.title == "No failure found"
@@ -65,10 +57,10 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
         "[rank0] epoch 0 step 0 loss 2.0975\n"
         "[rank0] training finished\n"
     )
-    report = analyze(_write(tmp_path, {"rank0.log": log}))
+    report = analyze(write_run(tmp_path, {"rank0.log": log}))
     assert report.verdict.category.value == "none"
     # the same traceback as the last word of its process is a failure
-    dead = analyze(_write(tmp_path / "dead", {"rank0.log": log.rsplit("[rank0] epoch", 1)[0]}))
+    dead = analyze(write_run(tmp_path / "dead", {"rank0.log": log.rsplit("[rank0] epoch", 1)[0]}))
     assert dead.verdict.category.value != "none"
 
 
@@ -82,10 +74,16 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
         "python: /usr/include/c++/9/bits/stl_vector.h:1042: Assertion '__n < this->size()' failed.",
         "F0101 10:00:00.000000 1234 solver.cpp:88] Check failed: status == 0",
         "terminate called after throwing an instance of 'std::runtime_error'",
+        # NCCL's result strings as its callers quote them (XLA, Horovod/TensorFlow)
+        "E0605 09:26:44.248647 1054 pjrt_stream_executor_client.cc:2839] Execution of replica 0 failed: INTERNAL: "
+        "NCCL operation ncclGroupEnd() failed: unhandled system error",
+        "UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
+        # c10d's line naming the code NCCL returned, its `NCCL error in:` line lost
+        "ncclInternalError: Internal check failed.",
     ],
 )
 def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
-    report = analyze(_write(tmp_path, {"rank0.log": f"[rank0] epoch 0 step 10 loss 2.0975\n{line}\n"}))
+    report = analyze(write_run(tmp_path, {"rank0.log": f"[rank0] epoch 0 step 10 loss 2.0975\n{line}\n"}))
     assert report.verdict.category.value == "unknown"
     # the cause is unknown, the failure is not: its line is the first failure, on the timeline once
     assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("rank0.log", 2)
@@ -95,11 +93,11 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
 
 def test_an_nccl_error_without_debug_output_asks_for_it(tmp_path: Path) -> None:
     line = "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:514, unhandled system error, NCCL version 2.4.8"
-    report = analyze(_write(tmp_path, {"rank0.log": f"step 10\n{line}\n"}))
+    report = analyze(write_run(tmp_path, {"rank0.log": f"step 10\n{line}\n"}))
     assert any("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET" in h for h in report.missing_evidence)
     # with NCCL's debug output kept, nothing to ask for
     debug = "node1:3245:3245 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
-    kept = analyze(_write(tmp_path / "kept", {"rank0.log": f"{debug}step 10\n{line}\n"}))
+    kept = analyze(write_run(tmp_path / "kept", {"rank0.log": f"{debug}step 10\n{line}\n"}))
     assert not any("NCCL_DEBUG" in h for h in kept.missing_evidence)
 
 
@@ -110,27 +108,11 @@ def test_a_chain_of_nccl_error_returns_is_a_failure_one_alone_is_not(tmp_path: P
         "gpu-c02:3331:3391 [0] NCCL INFO transport.cc:33 -> 3\n"
         "gpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 3\n"
     )
-    report = analyze(_write(tmp_path / "chain", {"rank0.log": head + chain}))
+    report = analyze(write_run(tmp_path / "chain", {"rank0.log": head + chain}))
     assert report.verdict.category.value == "unknown"
     # one return line (a finishing peer's socket closing) and a zero result are no failure
     alone = "gpu-c02:3331:3391 [0] NCCL INFO misc/socket.cc:564 -> 2\ngpu-c02:3331:3391 [0] NCCL INFO init.cc:1079 -> 0\n"
-    assert analyze(_write(tmp_path / "alone", {"rank0.log": head + alone})).verdict.category.value == "none"
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        # NCCL's result strings as its callers quote them (XLA, Horovod/TensorFlow)
-        "E0605 09:26:44.248647 1054 pjrt_stream_executor_client.cc:2839] Execution of replica 0 failed: INTERNAL: "
-        "NCCL operation ncclGroupEnd() failed: unhandled system error",
-        "UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
-        # c10d's line naming the code NCCL returned, its `NCCL error in:` line lost
-        "ncclInternalError: Internal check failed.",
-    ],
-)
-def test_nccl_result_strings_are_failure_evidence(tmp_path: Path, line: str) -> None:
-    report = analyze(_write(tmp_path, {"rank0.log": f"step 10 loss 2.0975\n{line}\n"}))
-    assert report.verdict.category.value == "unknown"
+    assert analyze(write_run(tmp_path / "alone", {"rank0.log": head + alone})).verdict.category.value == "none"
 
 
 def test_a_chain_of_error_returns_from_the_socket_code_is_a_network_failure(tmp_path: Path) -> None:
@@ -140,11 +122,11 @@ def test_a_chain_of_error_returns_from_the_socket_code_is_a_network_failure(tmp_
         "a100-03:2330:2658 [2] NCCL INFO misc/socket.cc:618 -> 2\n"
         "a100-03:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n"
     )
-    report = analyze(_write(tmp_path, {"nccl.log": log}))
+    report = analyze(write_run(tmp_path, {"nccl.log": log}))
     assert (report.verdict.category.value, report.verdict.subcategory) == ("network", "network.socket_error")
     assert report.verdict.first_failure.line == 2  # the chain's first (deepest) line
     # the same chain begun in the P2P transport names no socket
-    p2p = analyze(_write(tmp_path / "p2p", {"nccl.log": log.replace("misc/socket.cc", "transport/p2p.cc")}))
+    p2p = analyze(write_run(tmp_path / "p2p", {"nccl.log": log.replace("misc/socket.cc", "transport/p2p.cc")}))
     assert p2p.verdict.category.value != "network"
 
 
@@ -154,7 +136,7 @@ def test_a_ray_worker_prefix_is_read(tmp_path: Path) -> None:
         "(ActorModelRayActor pid=348952)     python_create_and_map(*allocation_handle)\n"
         "(ActorModelRayActor pid=348952) RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n"
     )
-    report = analyze(_write(tmp_path, {"driver.log": log}))
+    report = analyze(write_run(tmp_path, {"driver.log": log}))
     assert report.verdict.category.value == "oom_cascade"
     row = report.evidence[0]
     assert row.line == 3 and "out of memory" in row.text
@@ -170,7 +152,7 @@ def test_the_exception_line_of_a_caught_traceback_is_no_failure(tmp_path: Path) 
         "[rank0] epoch 0 step 0 loss 2.0975\n"
         "[rank0] training finished\n"
     )
-    assert analyze(_write(tmp_path, {"rank0.log": log})).verdict.category.value == "none"
+    assert analyze(write_run(tmp_path, {"rank0.log": log})).verdict.category.value == "none"
 
 
 def test_terminal_view_splits_redraws_and_glued_messages() -> None:
@@ -182,7 +164,7 @@ def test_terminal_view_splits_redraws_and_glued_messages() -> None:
 
 def test_killed_glued_after_a_progress_bar_is_found(tmp_path: Path) -> None:
     log = "Epoch 1:  10%|#   | 1/10 [00:01<00:09, 1.0it/s]\rEpoch 1: 100%|##########| 10/10 [00:09<00:00, 1.0it/s]Killed\n"
-    report = analyze(_write(tmp_path, {"train.log": log}))
+    report = analyze(write_run(tmp_path, {"train.log": log}))
     assert report.verdict.category.value == "oom_cascade"
     assert report.evidence[0].line == 1 and report.evidence[0].text == "Killed"
 
@@ -209,7 +191,7 @@ Root Cause (first observed failure):
 
 
 def test_tee_local_rank_becomes_the_global_rank_with_its_host_and_time(tmp_path: Path) -> None:
-    report = analyze(_write(tmp_path, {"node2/console.log": NODE2}))
+    report = analyze(write_run(tmp_path, {"node2/console.log": NODE2}))
     ff = report.verdict.first_failure
     assert report.verdict.category.value == "oom_cascade"
     assert (ff.rank, ff.host, ff.file, ff.line) == (21, "gpu-c02", "node2/console.log", 6)
@@ -219,7 +201,7 @@ def test_tee_local_rank_becomes_the_global_rank_with_its_host_and_time(tmp_path:
 
 def test_an_unmapped_local_rank_on_a_multi_node_job_is_a_warning(tmp_path: Path) -> None:
     lines = "".join(line + "\n" for line in NODE2.splitlines()[2:6])
-    report = analyze(_write(tmp_path, {"node1/console.log": lines, "node2/console.log": lines}))
+    report = analyze(write_run(tmp_path, {"node1/console.log": lines, "node2/console.log": lines}))
     assert any("local ranks" in w for w in report.warnings)
 
 
@@ -237,14 +219,14 @@ def test_torch_built_for_a_newer_cuda_than_the_driver_then_sigsegv(tmp_path: Pat
         "console.log": "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/opt/venv/bin/python3.10', "
         "'-u', 'trainCLM.py', '--local_rank=1'] exits with return code = -11\n",
     }
-    report = analyze(_write(tmp_path, files))
+    report = analyze(write_run(tmp_path, files))
     assert report.verdict.category.value == "version_mismatch"
     assert "12.8" in report.verdict.explanation and "12.1" in report.verdict.explanation
     quoted = {e.file: e.text for e in report.evidence if e.role.value == "root_cause"}
     assert "2.7.0+cu128" in quoted["ds_report.txt"] and "CUDA Version: 12.1" in quoted["nvidia-smi.txt"]
     # the same versions without a crash are no failure
     files.pop("console.log")
-    assert analyze(_write(tmp_path / "ok", files)).verdict.category.value == "none"
+    assert analyze(write_run(tmp_path / "ok", files)).verdict.category.value == "none"
 
 
 def _line(run: Path, file: str, line: int) -> str:
@@ -379,7 +361,7 @@ def test_windows_paths_and_crlf_lines_are_read(tmp_path: Path) -> None:
         "    torch._C._cuda_init()\r\n"
         "RuntimeError: CUDA error: out of memory\r\n"
     )
-    report = analyze(_write(tmp_path, {"train.log": log}))
+    report = analyze(write_run(tmp_path, {"train.log": log}))
     assert report.verdict.category.value == "oom_cascade"
     assert (report.evidence[0].line, report.evidence[0].text) == (6, "RuntimeError: CUDA error: out of memory")
 
@@ -393,7 +375,7 @@ def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -
         "[default3]:[rank11]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
         "[default3]:gpu-c02:3331:3391 [3] NCCL INFO [Service thread] Connection closed by localRank 3\n"
     )
-    report = analyze(_write(tmp_path, {"node2/console.log": log}))
+    report = analyze(write_run(tmp_path, {"node2/console.log": log}))
     assert report.verdict.first_failure.rank == 11
     assert report.verdict.first_failure.host == "gpu-c02"  # the host the NCCL line of the same rank prints
 
@@ -414,10 +396,10 @@ _CANCEL = "slurmstepd: error: *** STEP 6053.0 ON node01 CANCELLED AT 2024-04-23T
 
 
 def test_a_reasonless_cancel_after_a_timeout_is_its_teardown(tmp_path: Path) -> None:
-    after = analyze(_write(tmp_path / "after", {"slurm.log": "epoch 1 step 40\n" + _TIMEOUT + _CANCEL}))
+    after = analyze(write_run(tmp_path / "after", {"slurm.log": "epoch 1 step 40\n" + _TIMEOUT + _CANCEL}))
     assert after.verdict.category.value == "hang"
     # the same cancel before any error is the cause
-    before = analyze(_write(tmp_path / "before", {"slurm.log": "epoch 1 step 40\n" + _CANCEL + _TIMEOUT}))
+    before = analyze(write_run(tmp_path / "before", {"slurm.log": "epoch 1 step 40\n" + _CANCEL + _TIMEOUT}))
     assert before.verdict.category.value == "scheduler"
 
 
@@ -429,8 +411,8 @@ _RETRY = (
 
 def test_a_wait_counts_only_as_the_last_words_of_its_log(tmp_path: Path) -> None:
     went_on = "".join(f"[rank1] epoch 0 step {i} loss 2.0\n" for i in range(5))
-    over = analyze(_write(tmp_path / "over", {"rank1.log": _RETRY * 3 + went_on + "[rank1] training finished\n"}))
+    over = analyze(write_run(tmp_path / "over", {"rank1.log": _RETRY * 3 + went_on + "[rank1] training finished\n"}))
     assert over.verdict.category.value == "none"
-    stuck = analyze(_write(tmp_path / "stuck", {"rank1.log": "[rank1] starting\n" + _RETRY * 3}))
+    stuck = analyze(write_run(tmp_path / "stuck", {"rank1.log": "[rank1] starting\n" + _RETRY * 3}))
     assert stuck.verdict.category.value == "network"
     assert stuck.verdict.subcategory == "network.rendezvous"

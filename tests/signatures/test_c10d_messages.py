@@ -13,15 +13,9 @@ import pytest
 
 from analyzer.pipeline import analyze
 
+from ..conftest import write_run
+
 NCCL_INIT = "node1:3331:3391 [{r}] NCCL INFO comm 0x8b6d9c0 rank {r} nranks 2 cudaDev {r} busId 1000 - Init COMPLETE\n"
-
-
-def _run(tmp_path: Path, logs: dict[str, str]) -> Path:
-    for name, text in logs.items():
-        path = tmp_path / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return tmp_path
 
 
 def _traceback(exc_line: str) -> str:
@@ -69,7 +63,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_c10d_failure_names_its_cause(tmp_path: Path, name: str) -> None:
     exc_line, category, signature = CASES[name]
-    run = _run(tmp_path, {"rank0.log": NCCL_INIT.format(r=0) + _traceback(exc_line)})
+    run = write_run(tmp_path, {"rank0.log": NCCL_INIT.format(r=0) + _traceback(exc_line)})
     report = analyze(run)
     assert report.verdict.category.value == category
     assert signature in report.verdict.signatures
@@ -79,7 +73,7 @@ def test_a_c10d_failure_names_its_cause(tmp_path: Path, name: str) -> None:
 
 def test_heartbeat_monitor_of_2_2_is_a_hang(tmp_path: Path) -> None:
     line = "[E ProcessGroupNCCL.cpp:1153] [Rank 1] monitoring thread detects no heartbeat and will finally kill the process!"
-    run = _run(tmp_path, {"rank1.log": NCCL_INIT.format(r=1) + "step 10 loss 2.31\n" + line + "\n"})
+    run = write_run(tmp_path, {"rank1.log": NCCL_INIT.format(r=1) + "step 10 loss 2.31\n" + line + "\n"})
     report = analyze(run)
     assert report.verdict.category.value == "hang"
     assert "hang.nccl_heartbeat_monitor" in report.verdict.signatures
@@ -91,7 +85,7 @@ def test_gloo_read_timeouts_on_every_rank_are_a_hang(tmp_path: Path) -> None:
         + _traceback(f"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:520] Read timeout [10.0.0.{r + 2}]:52834")
         for r in range(2)
     }
-    report = analyze(_run(tmp_path, logs))
+    report = analyze(write_run(tmp_path, logs))
     assert report.verdict.category.value == "hang"
     assert "hang.gloo_timeout" in report.verdict.signatures
 
@@ -104,14 +98,14 @@ def test_a_bind_warning_before_a_successful_listen_is_no_failure(tmp_path: Path)
         + NCCL_INIT.format(r=0)
         + "step 100 loss 0.12\ntraining finished\n"
     )
-    report = analyze(_run(tmp_path, {"rank0.log": log}))
+    report = analyze(write_run(tmp_path, {"rank0.log": log}))
     assert report.verdict.category.value == "none"
     assert "network.tcpstore_listen_failed" not in report.verdict.signatures
 
 
 def test_a_store_socket_errno_is_network_evidence_not_a_program_error(tmp_path: Path) -> None:
     # c10d's SYSCHECK raises strerror(errno) alone: the store's peer went away, the program did nothing wrong
-    run = _run(tmp_path, {"rank1.log": NCCL_INIT.format(r=1) + _traceback("RuntimeError: Broken pipe")})
+    run = write_run(tmp_path, {"rank1.log": NCCL_INIT.format(r=1) + _traceback("RuntimeError: Broken pipe")})
     report = analyze(run)
     assert report.verdict.category.value != "user_code"
     assert "network.store_connection_closed" in {e.signature for e in report.evidence}
