@@ -24,6 +24,17 @@ class CaseResult:
     expected_signatures: list[str]
     fired: list[str]
     split: str
+    decidable: bool = True
+
+    @property
+    def scored(self) -> str:
+        """The prediction as scored: where the logs cannot decide (`decidable: false`), `unknown` is the
+        right answer and counts as the expected category, as in the blind-set scorer."""
+        return self.expected if not self.decidable and self.predicted == "unknown" else self.predicted
+
+    @property
+    def right(self) -> bool:
+        return self.scored == self.expected
 
 
 @dataclass
@@ -32,15 +43,15 @@ class EvalResult:
     errors: list[str] = field(default_factory=list)
 
     def accuracy(self) -> float:
-        return sum(r.expected == r.predicted for r in self.results) / len(self.results) if self.results else 0.0
+        return sum(r.right for r in self.results) / len(self.results) if self.results else 0.0
 
     def per_category(self) -> dict[str, dict[str, float]]:
-        cats = sorted({r.expected for r in self.results} | {r.predicted for r in self.results})
+        cats = sorted({r.expected for r in self.results} | {r.scored for r in self.results})
         out = {}
         for c in cats:
-            tp = sum(r.expected == c and r.predicted == c for r in self.results)
-            fp = sum(r.expected != c and r.predicted == c for r in self.results)
-            fn = sum(r.expected == c and r.predicted != c for r in self.results)
+            tp = sum(r.expected == c and r.scored == c for r in self.results)
+            fp = sum(r.expected != c and r.scored == c for r in self.results)
+            fn = sum(r.expected == c and r.scored != c for r in self.results)
             p = tp / (tp + fp) if tp + fp else 0.0
             rc = tp / (tp + fn) if tp + fn else 0.0
             f1 = 2 * p * rc / (p + rc) if p + rc else 0.0
@@ -54,7 +65,7 @@ class EvalResult:
     def confusion(self) -> dict[str, dict[str, int]]:
         m: dict[str, Counter[str]] = defaultdict(Counter)
         for r in self.results:
-            m[r.expected][r.predicted] += 1
+            m[r.expected][r.scored] += 1
         return {k: dict(v) for k, v in sorted(m.items())}
 
     def rank_accuracy(self) -> tuple[float, int]:
@@ -80,7 +91,7 @@ class EvalResult:
                         "bin": f"{lo:.1f}-{hi:.1f}",
                         "n": len(members),
                         "mean_confidence": round(sum(r.confidence for r in members) / len(members), 3),
-                        "accuracy": round(sum(r.expected == r.predicted for r in members) / len(members), 3),
+                        "accuracy": round(sum(r.right for r in members) / len(members), 3),
                     }
                 )
         return rows
@@ -94,6 +105,8 @@ class EvalResult:
             "macro_f1": round(self.macro_f1(), 4),
             "first_failure_rank_accuracy": round(rank_acc, 4),
             "cases_with_rank": rank_n,
+            "undecidable": sum(not r.decidable for r in self.results),
+            "undecidable_unknown": sum(not r.decidable and r.predicted == "unknown" for r in self.results),
             "expected_signature_recall": round(sig_rec, 4),
             "per_category": self.per_category(),
             "confusion": self.confusion(),
@@ -101,7 +114,7 @@ class EvalResult:
             "misses": [
                 {"case": r.case, "expected": r.expected, "predicted": r.predicted, "confidence": r.confidence}
                 for r in self.results
-                if r.expected != r.predicted
+                if not r.right
             ],
             "errors": self.errors,
         }
@@ -138,6 +151,7 @@ def evaluate(root: Path) -> EvalResult:
                 expected_signatures=list(label.get("expected_signatures") or []),
                 fired=sorted(fired),
                 split=str(label.get("split", "")),
+                decidable=label.get("decidable", True) is not False,
             )
         )
     return out
@@ -150,6 +164,8 @@ def render_text(result: EvalResult) -> str:
         f"top-1 category accuracy: {d['accuracy']:.1%}",
         f"macro-F1: {d['macro_f1']:.3f}",
         f"first failing rank accuracy: {d['first_failure_rank_accuracy']:.1%} (of {d['cases_with_rank']} cases with a labeled rank)",
+        f"undecidable cases (the logs cannot name the cause; `unknown` counts as right): {d['undecidable']}, "
+        f"answered unknown: {d['undecidable_unknown']}",
         "",
         f"{'category':<18}{'precision':>10}{'recall':>8}{'f1':>7}{'n':>5}",
     ]

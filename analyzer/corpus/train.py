@@ -53,6 +53,7 @@ class Sample:
     findings: list[Finding]
     expected_rank: int | None
     split: str
+    decidable: bool = True  # `decidable: false` in case.yaml: the logs cannot name the cause
     single_process: bool = False
     events: list[Event] = field(default_factory=list)
     failed: bool = True  # the analysis found failure evidence (classify/abstain.py)
@@ -86,6 +87,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.findings,
                 ff.get("rank"),
                 str(label.get("split", "")),
+                label.get("decidable", True) is not False,
                 a.single_process,
                 a.events,
                 a.failed,
@@ -254,6 +256,7 @@ def cross_validate(root: Path, k: int = 5, exclude_splits: tuple[str, ...] = ())
                 [],
                 sorted({f.signature for f in d.root_findings}),
                 s.split,
+                s.decidable,
             )
         )
     result.results.sort(key=lambda r: r.case)

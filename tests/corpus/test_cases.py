@@ -42,30 +42,26 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-bl-049": "user_code",
     # the second held-out round (real-nb-*), its misses after the changes made once it was scored
     # (see corpora/README.md): logs with no failure line (a test tool's header, an excerpt of a
-    # job's status) and one 'unspecified launch failure' of a bad riser
+    # job's status)
     "real/real-nb-004": "unknown",
     "real/real-nb-007": "none",
-    "real/real-nb-030": "user_code",
     "real/real-nb-079": "none",
     # the third round (real-nc-*): a hang with no line that names it
     "real/real-nc-007": "none",
     # the fourth round (real-nd-*), after the changes made once it was scored: NCCL's generic
     # 'unhandled system/cuda error' whose cause (an interface, a hostname, a library build) was
     # found outside the logs, hangs and silent corruption with no failure line (IOMMU), a bare
-    # segfault of an ABI mismatch, generic CUDA faults of a bad PSU or missing peer access, a
-    # message wrapped by the reporter's terminal; the undecidable ones named as what they show
+    # segfault of an ABI mismatch, an illegal access of missing peer access; the undecidable
+    # ones named as what they show
     "real/real-nd-004": "unknown",
     "real/real-nd-007": "hang",
-    "real/real-nd-021": "user_code",
     "real/real-nd-026": "unknown",
     "real/real-nd-027": "unknown",
     "real/real-nd-030": "none",
     "real/real-nd-031": "none",
     "real/real-nd-032": "none",
     "real/real-nd-033": "none",
-    "real/real-nd-042": "unknown",
     "real/real-nd-043": "unknown",
-    "real/real-nd-065": "unknown",
     "real/real-nd-068": "unknown",
     "real/real-nd-069": "unknown",
     "real/real-nd-070": "unknown",

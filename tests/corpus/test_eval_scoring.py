@@ -1,0 +1,32 @@
+"""`postmortem eval` scores a case the way the blind-set scorer does: where the logs cannot name the
+cause (`decidable: false`), `unknown` is the right answer; anywhere else it is a miss."""
+
+from __future__ import annotations
+
+from analyzer.corpus.evaluate import CaseResult, EvalResult
+
+
+def _result(case: str, expected: str, predicted: str, decidable: bool = True) -> CaseResult:
+    return CaseResult(case, expected, predicted, 0.0, None, None, [], [], "heldout", decidable)
+
+
+def test_unknown_counts_only_where_the_logs_cannot_decide() -> None:
+    result = EvalResult(
+        [
+            _result("a", "p2p", "unknown", decidable=False),
+            _result("b", "p2p", "unknown"),
+            _result("c", "p2p", "none", decidable=False),
+            _result("d", "p2p", "p2p"),
+        ]
+    )
+    assert [r.right for r in result.results] == [True, False, False, True]
+    assert result.accuracy() == 0.5
+    d = result.to_dict()
+    assert (d["undecidable"], d["undecidable_unknown"]) == (2, 1)
+    assert [m["case"] for m in d["misses"]] == ["b", "c"]
+    # the miss shows what the tool said, not the scored stand-in
+    assert d["misses"][1]["predicted"] == "none"
+    # the undecidable `unknown` is counted as the expected category, so p2p's recall is 2/4
+    assert d["per_category"]["p2p"]["recall"] == 0.5
+    assert "unknown" in d["per_category"] and d["per_category"]["unknown"]["support"] == 0
+    assert d["confusion"]["p2p"] == {"p2p": 2, "unknown": 1, "none": 1}
