@@ -91,6 +91,14 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
     assert "rank0.log:2" in report.verdict.explanation
 
 
+def test_a_tensorflow_1_session_error_is_the_programs_exception(tmp_path: Path) -> None:
+    # TF 1.x names the op's error class, then "(see above for traceback)", then the message
+    line = "InvalidArgumentError (see above for traceback): Received a label value of 48 which is outside the valid range of [0, 40)."
+    report = analyze(write_run(tmp_path, {"rank0.log": f"[rank0] epoch 0 step 10 loss 2.0975\n{line}\n"}))
+    assert report.verdict.category.value == "user_code"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("rank0.log", 2)
+
+
 def test_an_nccl_error_without_debug_output_asks_for_it(tmp_path: Path) -> None:
     line = "RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:514, unhandled system error, NCCL version 2.4.8"
     report = analyze(write_run(tmp_path, {"rank0.log": f"step 10\n{line}\n"}))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from analyzer.events.placement import EXCEPTION_NAME
+from analyzer.events.placement import EXCEPTION_NAME, TF1_SUFFIX
 from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
 
 # kinds of event that are a failure by themselves
@@ -44,7 +44,7 @@ _SAYS_FAILURE = re.compile(
     # what a program prints as it dies, also when the traceback's header was not kept: Python's
     # exception line (`RuntimeError: ...`, `torch.distributed.DistBackendError: ...`), a C
     # assert or glog CHECK, a C++ exception that reached std::terminate
-    rf"|^{EXCEPTION_NAME}(?::\s|$)"
+    rf"|^{EXCEPTION_NAME}{TF1_SUFFIX}(?::\s|$)"
     r"|Assertion [`'].*[`'] failed|\bCheck failed\b|terminate called after throwing|^what\(\):"
     # NCCL's result strings (ncclGetErrorString, src/init.cc 2.3-2.30), quoted by whatever called
     # NCCL (c10d, Horovod, XLA, TensorFlow) when a call returned that error; the generic "internal

@@ -269,7 +269,7 @@ def head_fields(tok: str) -> dict[str, Any]:
 
 
 def _pg_tag(tok: str) -> dict[str, Any]:
-    m = re.match(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID \d+)? ?(?:\(([^)]*)\))? )?Rank (\d+)\]", tok)
+    m = re.match(r"\[(?:PG (?:ID )?(\d+)(?: PG GUID ?\d*)? ?(?:\(([^)]*)\))? )?Rank (\d+)\]", tok)
     if not m:
         return {}
     out: dict[str, Any] = {"rank": int(m.group(3))}

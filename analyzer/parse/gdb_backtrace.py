@@ -25,7 +25,7 @@ from analyzer.parse.gdb_crash_thread import SIGNAL_HANDLER, find_crash_thread
 from analyzer.parse.prefix import split_prefix
 
 TRIGGERS = (
-    Trigger(r"Program (?:terminated with|received) signal \w+", block=3000),
+    Trigger(r"(?:Program|^\s*Thread \d+(?: \"[^\"\n]*\")?) (?:terminated with|received) signal \w+", block=3000),
     Trigger(r"^\s*Thread \d+ \((?:Thread|LWP|process) [^)]*\)+[^:]*:\s*$", block=3000),
     Trigger(r"^\s*#0\s+(?:0x[0-9a-fA-F]+ in )?\S+ \(", block=400),
 )

@@ -38,12 +38,10 @@ KNOWN_CATEGORY_MISSES = {
     # scored them before they joined the corpus (see corpora/README.md)
     "real/real-bl-022": "none",
     "real/real-bl-024": "none",
-    "real/real-bl-037": "none",
     "real/real-bl-049": "user_code",
     # the second held-out round (real-nb-*), its misses after the changes made once it was scored
     # (see corpora/README.md): logs with no failure line (a test tool's header, an excerpt of a
     # job's status)
-    "real/real-nb-004": "unknown",
     "real/real-nb-007": "none",
     "real/real-nb-079": "none",
     # the third round (real-nc-*): a hang with no line that names it
@@ -61,14 +59,24 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nd-031": "none",
     "real/real-nd-032": "none",
     "real/real-nd-033": "none",
-    "real/real-nd-043": "unknown",
     "real/real-nd-068": "unknown",
     "real/real-nd-069": "unknown",
     "real/real-nd-070": "unknown",
-    "real/real-nd-083": "unknown",
     "real/real-nd-100": "hang",
     "real/real-nd-103": "user_code",
     "real/real-nd-104": "unknown",
+    # the fifth round (real-ne-*), after the changes made once it was scored: hangs with no failure
+    # line (an ACS stall, a loss created on some ranks only), a Ray placement that waits for a node
+    # IP, a /dev/shm warning without the NCCL error that followed, a DeepSpeed warning about missing
+    # ZeRO shards, NCCL 1.x's bare 'unhandled cuda error', a device error fixed by a DeepSpeed upgrade
+    "real/real-ne-001": "none",
+    "real/real-ne-004": "none",
+    "real/real-ne-005": "none",
+    "real/real-ne-006": "unknown",
+    "real/real-ne-068": "none",
+    "real/real-ne-086": "none",
+    "real/real-ne-092": "user_code",
+    "real/real-ne-103": "none",
 }
 KNOWN_RANK_MISSES = {
     "lab/lab-hang-003": 1,
@@ -125,6 +133,8 @@ def test_case_category(case: str) -> None:
     label, report = _analyzed(case)
     if label["category"] not in categories():
         pytest.skip(f"category {label['category']!r} is not in signatures/taxonomy.yaml yet")
+    if label.get("decidable") is False and report.verdict.category.value == "unknown":
+        return  # the logs cannot name the cause: `unknown` is right, as `postmortem eval` scores it
     assert report.verdict.category.value == label["category"]
 
 

@@ -221,3 +221,21 @@ def test_parse_region_from_a_training_log_with_rank_prefixes() -> None:
 def test_parse_region_without_frames_gives_nothing() -> None:
     region = Region(file="x.log", start=1, lines=("Program received signal SIGINT, Interrupt.",), owner="gdb_backtrace")
     assert parse_region(region) == []
+
+
+def test_a_live_session_stopping_a_thread_names_the_signal() -> None:
+    # gdb attached to a running process prints which thread took the signal, then `bt` from it
+    text = (
+        'Thread 787 "imagenet_fake_d" received signal SIGBUS, Bus error.\n'
+        "[Switching to Thread 0x7f45d7dff640 (LWP 3925)]\n"
+        "0x00007f6b59544f3b in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) () from /opt/lib/libnccl.so.2\n"
+        "(gdb) bt\n"
+        "#0 0x00007f6b59544f3b in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) ()\n"
+        "  from /opt/lib/libnccl.so.2\n"
+        "#1 0x00007f6b595436d7 in ncclProxyService(void*) ()\n"
+        "  from /opt/lib/libnccl.so.2\n"
+    )
+    bt = parse_text(text)
+    assert bt.signal == "SIGBUS"
+    assert bt.threads[0].frames[0].function.startswith("ncclShmOpen")
+    assert any(re.search(t.pattern, text.splitlines()[0]) for t in TRIGGERS)
