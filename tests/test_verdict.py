@@ -150,6 +150,19 @@ def test_a_ray_worker_prefix_is_read(tmp_path: Path) -> None:
     assert row.line == 3 and "out of memory" in row.text
 
 
+def test_what_a_shell_printed_after_a_traceback_does_not_make_it_caught(tmp_path: Path) -> None:
+    # the process died; the next line is the user's `echo $LD_LIBRARY_PATH`, not the process going on
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 3, in <module>\n'
+        "    model = build()\n"
+        "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)\n"
+        "/opt/cudnn/v8.0.3/lib64:/opt/cuda/11.0/lib64:/usr/local/cuda/lib64\n"
+    )
+    report = analyze(write_run(tmp_path, {"train.log": log}))
+    assert report.verdict.category.value == "version_mismatch"
+
+
 def test_the_exception_line_of_a_caught_traceback_is_no_failure(tmp_path: Path) -> None:
     log = (
         "ERROR:root:could not read the cached index, rebuilding it\n"

@@ -108,6 +108,11 @@ def _stream(p: Prefix, file_rank: int | None) -> tuple[str, int] | None:
     return None if rank is None else ("rank", rank)
 
 
+# what a shell prints after the process is gone, not the process: a bare path or path list (an
+# `echo $LD_LIBRARY_PATH`), a prompt (`user@host:~$ ...`)
+_SHELL_LINE = re.compile(r"^(?:[/~][^\s]*|\S*@\S*[$#](?:\s.*)?)$")
+
+
 def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
     """The first line after a traceback (within its scanned block) from the same process is an
     ordinary line of output: the process survived the exception."""
@@ -121,7 +126,7 @@ def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
         if key is not None and _stream(p, file_rank) != key:
             continue  # another process's line
         message = p.message.rstrip()
-        if not message:
+        if not message or _SHELL_LINE.match(message):
             continue
         return not _NOT_GOING_ON.search(message)
     return False
