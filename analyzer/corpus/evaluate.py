@@ -81,10 +81,13 @@ class EvalResult:
         return sum(s in r.fired for s, r in pairs) / len(pairs), len(pairs)
 
     def reliability(self, bins: int = 10) -> list[dict[str, Any]]:
+        """Per confidence bin, how often the verdicts were right; `unknown` verdicts name no
+        category, so their confidence is no probability of being right and they are left out."""
+        named = [r for r in self.results if r.predicted != "unknown"]
         rows = []
         for b in range(bins):
             lo, hi = b / bins, (b + 1) / bins
-            members = [r for r in self.results if lo <= r.confidence < hi or (b == bins - 1 and r.confidence == 1.0)]
+            members = [r for r in named if lo <= r.confidence < hi or (b == bins - 1 and r.confidence == 1.0)]
             if members:
                 rows.append(
                     {
@@ -178,7 +181,7 @@ def render_text(result: EvalResult) -> str:
         row = d["confusion"].get(c, {})
         lines.append(f"{c:<18}" + "".join(f"{row.get(p, 0):>8}" for p in cats))
     if d["reliability"]:
-        lines += ["", "reliability (confidence bin: n, mean confidence, accuracy)"]
+        lines += ["", "reliability of named verdicts (confidence bin: n, mean confidence, accuracy)"]
         lines += [f"  {r['bin']}: {r['n']:>4}  {r['mean_confidence']:.2f}  {r['accuracy']:.2f}" for r in d["reliability"]]
     if d["misses"]:
         lines += ["", "misses:"]
