@@ -150,6 +150,32 @@ def test_a_ray_worker_prefix_is_read(tmp_path: Path) -> None:
     assert row.line == 3 and "out of memory" in row.text
 
 
+NCCL_TESTS_HEAD = (
+    "# nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+    "#\n"
+    "# Using devices\n"
+    "#   Rank  0 Pid  21284 on     node3 device  0 [0x2f] NVIDIA A100-SXM4-80GB\n"
+    "#   Rank  1 Pid  21284 on     node3 device  1 [0x03] NVIDIA A100-SXM4-80GB\n"
+    "#\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+)
+
+
+def test_an_nccl_tests_run_that_stops_after_its_header_is_a_failure_of_unknown_cause(tmp_path: Path) -> None:
+    report = analyze(write_run(tmp_path / "stalled", {"nccl-tests.log": NCCL_TESTS_HEAD}))
+    assert report.verdict.category.value == "unknown"
+    assert report.verdict.first_failure.line == 7
+    assert any("NCCL_P2P_DISABLE" in r for r in report.verdict.remediation)
+    rows = (
+        "           8             2     float     sum      -1    18.92    0.00    0.00      0    18.62    0.00    0.00      0\n"
+        "# Out of bounds values : 0 OK\n"
+        "# Avg bus bandwidth    : 0.00123\n"
+        "#\n"
+    )
+    finished = analyze(write_run(tmp_path / "finished", {"nccl-tests.log": NCCL_TESTS_HEAD + rows}))
+    assert finished.verdict.category.value == "none"
+
+
 def test_what_a_shell_printed_after_a_traceback_does_not_make_it_caught(tmp_path: Path) -> None:
     # the process died; the next line is the user's `echo $LD_LIBRARY_PATH`, not the process going on
     log = (

@@ -42,7 +42,6 @@ KNOWN_CATEGORY_MISSES = {
     # the second held-out round (real-nb-*), its misses after the changes made once it was scored
     # (see corpora/README.md): logs with no failure line (a test tool's header, an excerpt of a
     # job's status)
-    "real/real-nb-007": "none",
     "real/real-nb-079": "none",
     # the third round (real-nc-*): a hang with no line that names it
     "real/real-nc-007": "none",
@@ -69,7 +68,6 @@ KNOWN_CATEGORY_MISSES = {
     # line (an ACS stall, a loss created on some ranks only), a Ray placement that waits for a node
     # IP, a /dev/shm warning without the NCCL error that followed, a DeepSpeed warning about missing
     # ZeRO shards, NCCL 1.x's bare 'unhandled cuda error', a device error fixed by a DeepSpeed upgrade
-    "real/real-ne-001": "none",
     "real/real-ne-004": "none",
     "real/real-ne-005": "none",
     "real/real-ne-006": "unknown",
