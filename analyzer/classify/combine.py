@@ -27,10 +27,10 @@ RULES_DECIDE_AT = 0.42
 UNKNOWN_BELOW = 0.3
 # `none` is the abstention's call, not the model's, so it has no calibration table: these are its
 # measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
-# a failed job whose logs kept no failure line is what makes it wrong, 18 of 54 `none` verdicts
+# a failed job whose logs kept no failure line is what makes it wrong, 16 of 52 `none` verdicts
 # without a launcher's word, none of the 4 with it)
 NONE_FINISHED = 0.97  # no failure evidence, and the launcher said the job finished well
-NONE_SILENT = 0.67  # no failure evidence, and no word on how the job ended
+NONE_SILENT = 0.69  # no failure evidence, and no word on how the job ended
 
 
 def no_failure(finished: bool) -> Decision:
