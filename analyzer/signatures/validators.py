@@ -35,6 +35,9 @@ DUPLICATE = "duplicate"
 XID = "xid"
 
 _INLINE_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+# a back-reference, named or numbered (not an escaped backslash followed by a digit): the scan turns
+# named groups into plain ones, so such a pattern would match in Python alone, never in a log
+_BACKREFERENCE = re.compile(r"\(\?P=\w+\)|(?<!\\)(?:\\\\)*\\[1-9]")
 
 
 @dataclass(slots=True)
@@ -179,6 +182,8 @@ def validate_regexes(doc: Doc, ctx: Context) -> Iterator[Problem]:
                     continue
                 if _INLINE_FLAGS.search(str(v)):
                     yield _p(doc, REGEX, f"global inline flags in {v!r}: use the `|i` modifier instead", *where)
+                if _BACKREFERENCE.search(str(v)):
+                    yield _p(doc, REGEX, f"back-reference in {v!r}: the scan cannot take back-references", *where)
 
 
 def validate_source(doc: Doc, ctx: Context) -> Iterator[Problem]:

@@ -64,6 +64,16 @@ def test_each_validator_names_its_issue_and_line(tmp_path: Path) -> None:
     assert (v.DETECTION, 11) in got
 
 
+def test_back_references_are_refused(tmp_path: Path) -> None:
+    ctx = _ctx()
+    for bad in (r"'scale: (?P<s>\d+), to (?P=s)'", r"'scale: (\d+), to \1'"):
+        doc = _doc(tmp_path, GOOD.replace("'Bus error'", bad))
+        assert [p.line for p in v.validate_regexes(doc, ctx)] == [10], bad
+    for good in (r"'a\\1 b'", r"'(?P<s>\d+) \d'"):
+        doc = _doc(tmp_path, GOOD.replace("'Bus error'", good))
+        assert list(v.validate_regexes(doc, ctx)) == [], good
+
+
 def test_schema_requires_a_source(tmp_path: Path) -> None:
     doc = _doc(tmp_path, GOOD.replace('source: {project: pytorch, file: "torch/csrc/DataLoader.cpp", versions: ["2.5.0"]}\n', ""))
     issues = list(v.validate_schema(doc, _ctx()))
