@@ -20,9 +20,24 @@ def test_shipped_catalogs_are_fully_covered() -> None:
     assert problems == []
     s = summary(results)
     assert {"nccl", "cuda-runtime", "cuda-driver", "nvidia-driver", "linux", "slurm"} <= set(s["emitters"])
+    assert {"deepspeed", "accelerate", "lightning", "transformers"} <= set(s["emitters"])
     assert s["totals"]["wrong"] == 0
     assert s["totals"]["missed"] == 0
     assert s["totals"]["benign"] >= 5
+
+
+def test_framework_failures_are_named_and_their_healthy_lines_are_not() -> None:
+    """DeepSpeed, Lightning and transformers lines: a checkpoint that cannot be loaded is storage,
+    an fp16 scale stuck at its minimum is a NaN, and the warnings healthy jobs print name nothing."""
+    results, _ = measure()
+    status = {(r.message.emitter, r.message.id): r.status for r in results}
+    assert status["deepspeed", "checkpoint_dp_world_size_changed"] == "covered"
+    assert status["deepspeed", "overflow_at_min_scale"] == "covered"
+    assert status["deepspeed", "op_builder_cuda_mismatch_skipped"] == "benign"
+    assert status["deepspeed", "zero3_allocator_cache_flushes"] == "benign"
+    assert status["transformers", "no_weights_file_in_directory"] == "covered"
+    assert status["lightning", "early_stopping_not_finite"] == "covered"
+    assert status["accelerate", "old_kernel_warning"] == "benign"
 
 
 def test_statuses() -> None:
