@@ -176,30 +176,31 @@ def test_an_nccl_tests_run_that_stops_after_its_header_is_a_failure_of_unknown_c
     assert finished.verdict.category.value == "none"
 
 
-def test_what_a_shell_printed_after_a_traceback_does_not_make_it_caught(tmp_path: Path) -> None:
-    # the process died; the next line is the user's `echo $LD_LIBRARY_PATH`, not the process going on
-    log = (
-        "Traceback (most recent call last):\n"
-        '  File "/job/train.py", line 3, in <module>\n'
-        "    model = build()\n"
-        "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)\n"
-        "/opt/cudnn/v8.0.3/lib64:/opt/cuda/11.0/lib64:/usr/local/cuda/lib64\n"
-    )
-    report = analyze(write_run(tmp_path, {"train.log": log}))
-    assert report.verdict.category.value == "version_mismatch"
-
-
-def test_the_exception_line_of_a_caught_traceback_is_no_failure(tmp_path: Path) -> None:
-    log = (
-        "ERROR:root:could not read the cached index, rebuilding it\n"
-        "Traceback (most recent call last):\n"
-        '  File "/job/data.py", line 12, in load_index\n'
-        "    return pickle.load(f)\n"
-        "EOFError: Ran out of input\n"
-        "[rank0] epoch 0 step 0 loss 2.0975\n"
-        "[rank0] training finished\n"
-    )
-    assert analyze(write_run(tmp_path, {"rank0.log": log})).verdict.category.value == "none"
+@pytest.mark.parametrize(
+    ("before", "exception", "after", "category"),
+    [
+        # logged as caught and followed by training: the exception line is no failure
+        (
+            "ERROR:root:could not read the cached index, rebuilding it\n",
+            "EOFError: Ran out of input",
+            "[rank0] epoch 0 step 0 loss 2.0975\n[rank0] training finished\n",
+            "none",
+        ),
+        # the process died; the next line is the user's `echo $LD_LIBRARY_PATH`, not the process going on
+        (
+            "",
+            "RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 3, 2) but linked against (8, 0, 3)",
+            "/opt/cudnn/v8.0.3/lib64:/opt/cuda/11.0/lib64:/usr/local/cuda/lib64\n",
+            "version_mismatch",
+        ),
+    ],
+    ids=["caught-and-logged", "shell-line-after"],
+)
+def test_what_follows_a_traceback_tells_whether_it_was_caught(
+    tmp_path: Path, before: str, exception: str, after: str, category: str
+) -> None:
+    log = f'{before}Traceback (most recent call last):\n  File "/job/train.py", line 12, in load\n    return build()\n{exception}\n{after}'
+    assert analyze(write_run(tmp_path, {"rank0.log": log})).verdict.category.value == category
 
 
 def test_terminal_view_splits_redraws_and_glued_messages() -> None:

@@ -123,6 +123,11 @@ class EvalResult:
         }
 
 
+def is_decidable(label: dict[str, Any]) -> bool:
+    """A case's `decidable` (case.yaml): false where its logs alone cannot name the cause."""
+    return label.get("decidable", True) is not False
+
+
 def find_cases(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.rglob("case.yaml"))
 
@@ -154,7 +159,7 @@ def evaluate(root: Path) -> EvalResult:
                 expected_signatures=list(label.get("expected_signatures") or []),
                 fired=sorted(fired),
                 split=str(label.get("split", "")),
-                decidable=label.get("decidable", True) is not False,
+                decidable=is_decidable(label),
             )
         )
     return out

@@ -20,7 +20,7 @@ import yaml
 from analyzer.classify.combine import combine
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
-from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases
+from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases, is_decidable
 from analyzer.model import Category, Event, Finding
 from analyzer.pipeline import Options, collect
 from analyzer.report.build import first_rank
@@ -87,7 +87,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.findings,
                 ff.get("rank"),
                 str(label.get("split", "")),
-                label.get("decidable", True) is not False,
+                is_decidable(label),
                 a.single_process,
                 a.events,
                 a.failed,

@@ -14,20 +14,20 @@ from analyzer.scan.scanner import Hit
 
 SIGNATURE_OWNER = "signatures"
 CONTEXT_OWNER = "context"
+# TensorFlow 1.x prints a session's error as `InvalidArgumentError (see above for traceback): ...`
+TF1_SUFFIX = r"(?: \(see above for traceback\))?"
 # lines that sound like a failure although no signature names them: they feed the classifier's
 # text features and the timeline, at most CONTEXT_CAP per file
 CONTEXT_PATTERN = (
     r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure)?|FAIL(?:ED)?|[Ff]atal|FATAL|[Ee]xception|[Kk]illed|[Aa]bort(?:ed|ing)?|"
     r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
     # an exception's own line (`ImportError: ...`), which `\bError` does not see; a C++ one
-    r"|[a-z](?:Error|Exception)(?: \(see above for traceback\))?: |terminate called after throwing"
+    rf"|[a-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
 )
 CONTEXT_CAP = 400
 # the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`, and its
 # last line when uncaught: `RuntimeError: ...`
 EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)"
-# TensorFlow 1.x prints a session's error as `InvalidArgumentError (see above for traceback): ...`
-TF1_SUFFIX = r"(?: \(see above for traceback\))?"
 EXCEPTION_LINE = re.compile(rf"^({EXCEPTION_NAME}){TF1_SUFFIX}: (.*)$")
 IDENTITY_OWNER = "identity"
 # a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one

@@ -103,10 +103,10 @@ def build_report(
         if decision.category is Category.UNKNOWN:
             # a signature that knows what a line shows but not its cause (a stall, an undecidable
             # error) still says what it shows and what to try
-            said = [f for f in findings if f.category is Category.UNKNOWN and f.role is not Role.CONTEXT]
+            said = next((f for f in findings if f.category is Category.UNKNOWN and f.role is not Role.CONTEXT), None)
             if said:
-                explanation += f"; what it shows: {said[0].summary}"
-                remediation = said[0].remediation
+                explanation += f"; what it shows: {said.summary}"
+                remediation = said.remediation
     hosts = {e.host for e in events if e.host} | {s.host for s in sources if s.host}
     fp = fingerprint(decision.category.value, decision.subcategory, decision.root, hosts)
     verdict = Verdict(
