@@ -193,8 +193,25 @@ def test_an_nccl_tests_run_that_stops_after_its_header_is_a_failure_of_unknown_c
             "/opt/cudnn/v8.0.3/lib64:/opt/cuda/11.0/lib64:/usr/local/cuda/lib64\n",
             "version_mismatch",
         ),
+        # PyTorch's ROCm build: the HIP error's hint lines belong to the exception message
+        (
+            "",
+            "RuntimeError: HIP error: invalid device function",
+            "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+            "For debugging consider passing AMD_SERIALIZE_KERNEL=3\n",
+            "version_mismatch",
+        ),
+        # Weights & Biases' exit hook prints its run summary after the process died
+        (
+            "",
+            "RuntimeError: CUDA error: device-side assert triggered",
+            "wandb: 🚀 View run fine-tune at: https://wandb.ai/team/proj/runs/abc123\nwandb: Find logs at: ./wandb/run-20240101_000000-abc123/logs\n",
+            "user_code",
+        ),
+        # glibc aborting on a corrupted heap as the interpreter tears down
+        ("", "RuntimeError: CUDA error: device-side assert triggered", "free(): invalid pointer\n", "user_code"),
     ],
-    ids=["caught-and-logged", "shell-line-after"],
+    ids=["caught-and-logged", "shell-line-after", "hip-hint-lines", "wandb-exit-summary", "glibc-abort-after"],
 )
 def test_what_follows_a_traceback_tells_whether_it_was_caught(
     tmp_path: Path, before: str, exception: str, after: str, category: str
