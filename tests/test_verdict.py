@@ -80,6 +80,8 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
         "UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
         # c10d's line naming the code NCCL returned, its `NCCL error in:` line lost
         "ncclInternalError: Internal check failed.",
+        # the DataLoader's report of a worker's crash (torch/utils/data/_utils/signal_handling.py)
+        "ERROR: Unexpected segmentation fault encountered in worker.",
     ],
 )
 def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
@@ -89,6 +91,16 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
     assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("rank0.log", 2)
     assert [t.line for t in report.timeline] == [2]
     assert "rank0.log:2" in report.verdict.explanation
+
+
+def test_a_process_the_kernel_killed_for_a_fault_is_a_failure(tmp_path: Path) -> None:
+    dmesg = (
+        "[ 4567.123456] python[12345]: segfault at 0 ip 00007f1234567890 sp 00007ffd12345678 error 4"
+        " in libfoo.so[7f1230000000+1e000000]\n"
+    )
+    report = analyze(write_run(tmp_path, {"rank0.log": "[rank0] epoch 0 step 10 loss 2.0975\n", "dmesg.log": dmesg}))
+    assert report.verdict.category.value == "unknown"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("dmesg.log", 1)
 
 
 def test_a_tensorflow_1_session_error_is_the_programs_exception(tmp_path: Path) -> None:
