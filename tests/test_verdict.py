@@ -80,6 +80,8 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
         "UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
         # c10d's line naming the code NCCL returned, its `NCCL error in:` line lost
         "ncclInternalError: Internal check failed.",
+        # the DataLoader's report of a worker's crash (torch/utils/data/_utils/signal_handling.py)
+        "ERROR: Unexpected segmentation fault encountered in worker.",
     ],
 )
 def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
@@ -89,6 +91,16 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
     assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("rank0.log", 2)
     assert [t.line for t in report.timeline] == [2]
     assert "rank0.log:2" in report.verdict.explanation
+
+
+def test_a_process_the_kernel_killed_for_a_fault_is_a_failure(tmp_path: Path) -> None:
+    dmesg = (
+        "[ 4567.123456] python[12345]: segfault at 0 ip 00007f1234567890 sp 00007ffd12345678 error 4"
+        " in libfoo.so[7f1230000000+1e000000]\n"
+    )
+    report = analyze(write_run(tmp_path, {"rank0.log": "[rank0] epoch 0 step 10 loss 2.0975\n", "dmesg.log": dmesg}))
+    assert report.verdict.category.value == "unknown"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("dmesg.log", 1)
 
 
 def test_a_tensorflow_1_session_error_is_the_programs_exception(tmp_path: Path) -> None:
@@ -193,8 +205,25 @@ def test_an_nccl_tests_run_that_stops_after_its_header_is_a_failure_of_unknown_c
             "/opt/cudnn/v8.0.3/lib64:/opt/cuda/11.0/lib64:/usr/local/cuda/lib64\n",
             "version_mismatch",
         ),
+        # PyTorch's ROCm build: the HIP error's hint lines belong to the exception message
+        (
+            "",
+            "RuntimeError: HIP error: invalid device function",
+            "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+            "For debugging consider passing AMD_SERIALIZE_KERNEL=3\n",
+            "version_mismatch",
+        ),
+        # Weights & Biases' exit hook prints its run summary after the process died
+        (
+            "",
+            "RuntimeError: CUDA error: device-side assert triggered",
+            "wandb: 🚀 View run fine-tune at: https://wandb.ai/team/proj/runs/abc123\nwandb: Find logs at: ./wandb/run-20240101_000000-abc123/logs\n",
+            "user_code",
+        ),
+        # glibc aborting on a corrupted heap as the interpreter tears down
+        ("", "RuntimeError: CUDA error: device-side assert triggered", "free(): invalid pointer\n", "user_code"),
     ],
-    ids=["caught-and-logged", "shell-line-after"],
+    ids=["caught-and-logged", "shell-line-after", "hip-hint-lines", "wandb-exit-summary", "glibc-abort-after"],
 )
 def test_what_follows_a_traceback_tells_whether_it_was_caught(
     tmp_path: Path, before: str, exception: str, after: str, category: str
