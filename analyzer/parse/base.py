@@ -105,12 +105,18 @@ class GrammarParser:
 
 
 def region_events(parser: Parser, text: str, file: str) -> list[Event]:
-    """The events of a whole text through this parser alone (its triggers, then its regions)."""
+    """The events of a whole text through this parser alone (its triggers, then its regions). As
+    in a run dir's analysis, a hit inside a block that the parser already read is left to it."""
     from analyzer.scan import Pattern, Scanner
 
     scanner = Scanner([Pattern(t.pattern, parser.stem, t.block, t.ignore_case) for t in parser.triggers])
     result = scanner.scan([text.encode("utf-8") + b"\n"])
     events: list[Event] = []
+    covered = 0  # last line of the last block parsed
     for hit in result.hits:
-        events.extend(parser.parse(Region(file, hit.line_no, tuple(hit.lines), parser.stem)))
+        if hit.line_no <= covered:
+            continue
+        produced = parser.parse(Region(file, hit.line_no, tuple(hit.lines), parser.stem))
+        covered = max([covered, *(e.end_line for e in produced if e.end_line)])
+        events.extend(produced)
     return events
