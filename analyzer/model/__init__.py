@@ -83,6 +83,7 @@ class EventKind(StrEnum):
     BACKTRACE = "backtrace"  # a gdb backtrace
     CORE = "core"  # what gdb found in a core dump
     VERSION = "version"  # a version banner (NCCL, CUDA, torch, driver)
+    P2P_TEST = "p2p_test"  # a CUDA sample's check of GPU peer-to-peer transfers (p2pBandwidthLatencyTest, simpleP2P)
 
 
 @dataclass(frozen=True, slots=True)

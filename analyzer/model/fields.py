@@ -238,6 +238,29 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
     ),
     EventKind.BACKTRACE: frozenset({*_FAULT, "frames"}),
     EventKind.CORE: frozenset({*_FAULT, "si_code"}),
+    # parse/cuda_p2p.py: one run of p2pBandwidthLatencyTest (its matrices compared pair by pair) or
+    # of simpleP2P (its check of the data a P2P copy carried)
+    EventKind.P2P_TEST: frozenset(
+        {
+            "p2p_sample",
+            "p2p_gpus",
+            "p2p_matrices",
+            "p2p_no_access",
+            "p2p_complete",
+            "p2p_pairs_checked",
+            "p2p_slow_pairs",
+            "p2p_pairs",
+            "p2p_dev_a",
+            "p2p_dev_b",
+            "p2p_matrix",
+            "p2p_enabled_gbps",
+            "p2p_disabled_gbps",
+            "p2p_ratio",
+            "p2p_cuda_failure",
+            "p2p_verification_errors",
+            "p2p_result",
+        }
+    ),
     EventKind.VERSION: frozenset(
         {
             "cuda_dev",

@@ -12,7 +12,7 @@ from analyzer.model import Event, SourceKind
 from analyzer.parse.base import Parser, Region, Trigger
 
 # in order of precedence: when one line triggers several parsers, the first one parses it
-LINE_PARSERS = ("python_traceback", "faulthandler", "torchelastic", "nccl", "dmesg", "gdb_backtrace")
+LINE_PARSERS = ("python_traceback", "faulthandler", "torchelastic", "nccl", "dmesg", "gdb_backtrace", "cuda_p2p")
 # other names `postmortem parse` accepts
 ALIASES = {"traceback": "python_traceback", "python": "python_traceback", "gdb": "gdb_backtrace", "kernel": "dmesg"}
 

@@ -31,6 +31,8 @@ OTHER_PARSE_INPUTS: tuple[tuple[str, str], ...] = (
     ("dmesg", "tests/fixtures/external/satyr/kerneloopses/rhbz-827868"),
     ("gdb_backtrace", "tests/fixtures/external/satyr/gdb_stacktraces/rhbz-803600"),
     ("gdb_backtrace", "tests/fixtures/external/satyr/gdb_stacktraces/no-thread-header"),
+    ("cuda_p2p", "corpora/real/real-ho-008/train.log"),
+    ("cuda_p2p", "corpora/real/real-bl-020/train.log"),
 )
 
 
