@@ -493,3 +493,44 @@ def test_a_wait_counts_only_as_the_last_words_of_its_log(tmp_path: Path) -> None
     stuck = analyze(write_run(tmp_path / "stuck", {"rank1.log": "[rank1] starting\n" + _RETRY * 3}))
     assert stuck.verdict.category.value == "network"
     assert stuck.verdict.subcategory == "network.rendezvous"
+
+
+# The CUDA samples that check P2P, composed with their printf formats (tests/fixtures/parse/cuda_p2p/*.source)
+_P2P_SAMPLES = REPO / "tests" / "fixtures" / "parse" / "cuda_p2p"
+
+
+def _sample(name: str) -> str:
+    return (_P2P_SAMPLES / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["bandwidth_healthy.log", "bandwidth_truncated.log", "simple_p2p_passed.log"])
+def test_a_p2p_check_that_shows_no_fault_is_no_failure(tmp_path: Path, name: str) -> None:
+    report = analyze(write_run(tmp_path, {"p2p_check.log": _sample(name)}))
+    assert report.verdict.category.value == "none"
+    assert not any(e.signature and e.signature.startswith("p2p.") and e.role == "root_cause" for e in report.evidence)
+
+
+def test_p2p_far_slower_than_the_staged_copy_is_p2p(tmp_path: Path) -> None:
+    report = analyze(write_run(tmp_path, {"p2p_check.log": _sample("bandwidth_acs.log")}))
+    assert (report.verdict.category.value, report.verdict.subcategory) == ("p2p", "p2p.iommu_acs")
+    assert report.verdict.signatures[0] == "p2p.bandwidth_test_p2p_slower_than_host"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("p2p_check.log", 36)
+    assert any("iommu=pt" in r for r in report.verdict.remediation)
+    assert any("NCCL_P2P_DISABLE=1" in r for r in report.verdict.remediation)
+
+
+def test_a_hang_next_to_a_p2p_check_that_shows_the_fault_is_p2p(tmp_path: Path) -> None:
+    # the job hung in a collective with no error line; the node's P2P check, kept beside its logs,
+    # shows why
+    ranks = {f"rank{r}.log": f"[rank{r}] epoch 0 step 40 loss 2.0\n" + _TIMEOUT.replace("Rank 1", f"Rank {r}") for r in range(4)}
+    report = analyze(write_run(tmp_path, {**ranks, "node1/p2p_check.log": _sample("bandwidth_acs.log")}))
+    assert report.verdict.category.value == "p2p"
+    without = analyze(write_run(tmp_path / "alone", ranks))
+    assert without.verdict.category.value == "hang"
+
+
+def test_data_that_a_p2p_copy_corrupted_is_p2p(tmp_path: Path) -> None:
+    report = analyze(write_run(tmp_path, {"simpleP2P.log": _sample("simple_p2p_failed.log")}))
+    assert (report.verdict.category.value, report.verdict.subcategory) == ("p2p", "p2p.iommu_acs")
+    assert report.verdict.signatures[0] == "p2p.simple_p2p_verification_error"
+    assert report.evidence[0].text == "Verification error @ element 1: val = 0.000000, ref = 4.000000"
