@@ -103,6 +103,26 @@ def test_a_process_the_kernel_killed_for_a_fault_is_a_failure(tmp_path: Path) ->
     assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("dmesg.log", 1)
 
 
+@pytest.mark.parametrize(
+    ("after", "category"),
+    [
+        ("", "network"),  # the log ends while c10d still cannot resolve the master's name
+        # the name appeared later and the job went on
+        ("".join(f"[rank1] epoch 0 step {i} loss 2.0975\n" for i in range(5)) + "[rank1] training finished\n", "none"),
+    ],
+    ids=["ends-there", "resolved-later"],
+)
+def test_c10d_retrying_an_unresolvable_name_is_a_failure_only_where_the_log_ends(
+    tmp_path: Path, after: str, category: str
+) -> None:
+    warning = (
+        "[W1130 03:08:{s:02d}.107291111 socket.cpp:764] [c10d] The IPv6 network addresses of (master-0.job, 23456)"
+        " cannot be retrieved (gai error: -2 - Name or service not known).\n"
+    )
+    log = "".join(warning.format(s=s) for s in range(3)) + after
+    assert analyze(write_run(tmp_path, {"rank1.log": log})).verdict.category.value == category
+
+
 def test_a_tensorflow_1_session_error_is_the_programs_exception(tmp_path: Path) -> None:
     # TF 1.x names the op's error class, then "(see above for traceback)", then the message
     line = "InvalidArgumentError (see above for traceback): Received a label value of 48 which is outside the valid range of [0, 40)."
