@@ -463,6 +463,29 @@ def test_windows_paths_and_crlf_lines_are_read(tmp_path: Path) -> None:
     assert (report.evidence[0].line, report.evidence[0].text) == (6, "RuntimeError: CUDA error: out of memory")
 
 
+def test_a_workers_own_file_under_attempt_dir_takes_its_nodes_global_rank(tmp_path: Path) -> None:
+    # torchrun --log-dir on node 2 of 2 x 2: attempt_0/1/ is local rank 1; the node's console says rank 3
+    oom = (
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 9, in <module>\n'
+        "    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB"
+        " of which 1.21 GiB is free.\n"
+    )
+    init = (
+        "[default{local}]:n:11{local}:12{local} [{local}] NCCL INFO comm 0x5 rank {rank} nranks 4 cudaDev {local}"
+        " busId 1000 commId 0x7 - Init COMPLETE\n"
+    )
+    files = {
+        "a/console.log": "".join(init.format(local=i, rank=i) for i in (0, 1)),
+        "b/console.log": "".join(init.format(local=i, rank=i + 2) for i in (0, 1)),
+        "b/logs/run_x/attempt_0/1/stderr.log": oom,
+    }
+    report = analyze(write_run(tmp_path, files))
+    assert report.verdict.category.value == "oom_cascade"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.rank) == ("b/logs/run_x/attempt_0/1/stderr.log", 3)
+
+
 def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -> None:
     # torchrun --tee's [default3]: with PyTorch's own [rank11]: after it, on node 2 of 2 x 8
     log = (
