@@ -103,6 +103,26 @@ def test_a_process_the_kernel_killed_for_a_fault_is_a_failure(tmp_path: Path) ->
     assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("dmesg.log", 1)
 
 
+@pytest.mark.parametrize(
+    ("after", "category"),
+    [
+        ("", "network"),  # the log ends while c10d still cannot resolve the master's name
+        # the name appeared later and the job went on
+        ("".join(f"[rank1] epoch 0 step {i} loss 2.0975\n" for i in range(5)) + "[rank1] training finished\n", "none"),
+    ],
+    ids=["ends-there", "resolved-later"],
+)
+def test_c10d_retrying_an_unresolvable_name_is_a_failure_only_where_the_log_ends(
+    tmp_path: Path, after: str, category: str
+) -> None:
+    warning = (
+        "[W1130 03:08:{s:02d}.107291111 socket.cpp:764] [c10d] The IPv6 network addresses of (master-0.job, 23456)"
+        " cannot be retrieved (gai error: -2 - Name or service not known).\n"
+    )
+    log = "".join(warning.format(s=s) for s in range(3)) + after
+    assert analyze(write_run(tmp_path, {"rank1.log": log})).verdict.category.value == category
+
+
 def test_a_tensorflow_1_session_error_is_the_programs_exception(tmp_path: Path) -> None:
     # TF 1.x names the op's error class, then "(see above for traceback)", then the message
     line = "InvalidArgumentError (see above for traceback): Received a label value of 48 which is outside the valid range of [0, 40)."
@@ -441,6 +461,29 @@ def test_windows_paths_and_crlf_lines_are_read(tmp_path: Path) -> None:
     report = analyze(write_run(tmp_path, {"train.log": log}))
     assert report.verdict.category.value == "oom_cascade"
     assert (report.evidence[0].line, report.evidence[0].text) == (6, "RuntimeError: CUDA error: out of memory")
+
+
+def test_a_workers_own_file_under_attempt_dir_takes_its_nodes_global_rank(tmp_path: Path) -> None:
+    # torchrun --log-dir on node 2 of 2 x 2: attempt_0/1/ is local rank 1; the node's console says rank 3
+    oom = (
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 9, in <module>\n'
+        "    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB"
+        " of which 1.21 GiB is free.\n"
+    )
+    init = (
+        "[default{local}]:n:11{local}:12{local} [{local}] NCCL INFO comm 0x5 rank {rank} nranks 4 cudaDev {local}"
+        " busId 1000 commId 0x7 - Init COMPLETE\n"
+    )
+    files = {
+        "a/console.log": "".join(init.format(local=i, rank=i) for i in (0, 1)),
+        "b/console.log": "".join(init.format(local=i, rank=i + 2) for i in (0, 1)),
+        "b/logs/run_x/attempt_0/1/stderr.log": oom,
+    }
+    report = analyze(write_run(tmp_path, files))
+    assert report.verdict.category.value == "oom_cascade"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.rank) == ("b/logs/run_x/attempt_0/1/stderr.log", 3)
 
 
 def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -> None:
