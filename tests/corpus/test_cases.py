@@ -83,14 +83,13 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nf-043": "user_code",
     "real/real-nf-066": "user_code",
     # the seventh round (real-ng-*), after the changes made once it was scored: hangs with no failure
-    # line (IOMMU), a P2P bandwidth test's matrices, an Istio proxy's debug lines as the only lines of
+    # line (IOMMU), an Istio proxy's debug lines as the only lines of
     # a rendezvous failure, a NET/OFI registration warning of a library skew, Ray's /dev/shm refusal
     # in a wording no Ray release printed, NCCL's generic 'unhandled system error' and an old
     # cuBLAS 'failed to execute', a failed-or-timed-out NCCL teardown, a darknet 'illegal
     # instruction' closed as a hardware bug, a kubelet eviction for ephemeral storage labelled as the
     # scheduler's, an AOTInductor allocation failure whose OOM shows only in the allocator's warning
     "real/real-ng-001": "none",
-    "real/real-ng-005": "none",
     "real/real-ng-008": "unknown",
     "real/real-ng-049": "unknown",
     "real/real-ng-060": "none",

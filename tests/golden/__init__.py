@@ -33,6 +33,7 @@ OTHER_PARSE_INPUTS: tuple[tuple[str, str], ...] = (
     ("gdb_backtrace", "tests/fixtures/external/satyr/gdb_stacktraces/no-thread-header"),
     ("cuda_p2p", "corpora/real/real-ho-008/train.log"),
     ("cuda_p2p", "corpora/real/real-bl-020/train.log"),
+    ("cuda_p2p", "corpora/real/real-ng-005/p2p_test.log"),
 )
 
 
