@@ -3,7 +3,7 @@ hosts across nodes, the stalled rank of a hang, versions across files, evidence 
 
 The log lines below are machine-written lines of the emitters named next to them (NCCL's init and
 transport INFO lines, torchrun's agent and summary, nvidia-smi's header, DeepSpeed's ds_report and
-launcher); hosts and pids changed.
+launcher, Open MPI's mpirun/prterun help texts); hosts and pids changed.
 """
 
 from __future__ import annotations
@@ -464,3 +464,41 @@ def test_a_wait_counts_only_as_the_last_words_of_its_log(tmp_path: Path) -> None
     stuck = analyze(write_run(tmp_path / "stuck", {"rank1.log": "[rank1] starting\n" + _RETRY * 3}))
     assert stuck.verdict.category.value == "network"
     assert stuck.verdict.subcategory == "network.rendezvous"
+
+
+# Open MPI 4.x on InfiniBand nodes: help texts a healthy job prints (help-mpi-btl-openib.txt), then
+# the help aggregation lines of orte/util/show_help.c
+OPENMPI_FINISHED = """\
+--------------------------------------------------------------------------
+WARNING: There was an error initializing an OpenFabrics device.
+
+  Local host:   gpu-01
+  Local device: mlx5_0
+--------------------------------------------------------------------------
+epoch 3 step 900 loss 1.0112
+training finished
+[gpu-01:41800] 7 more processes have sent help message help-mpi-btl-openib.txt / error in device init
+[gpu-01:41800] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages
+"""
+
+
+def test_a_finished_open_mpi_job_with_its_openib_warnings_is_none(tmp_path: Path) -> None:
+    report = analyze(write_run(tmp_path, {"console.log": OPENMPI_FINISHED}))
+    assert report.verdict.category.value == "none"
+    assert not [e for e in report.evidence if e.role.value == "root_cause"]
+
+
+def test_prterun_signal_9_wrapped_onto_its_own_line_is_a_sigkill(tmp_path: Path) -> None:
+    # Open MPI 5.x (PRRTE's help-prun.txt [prun:proc-aborted-strsignal]) wraps before "signal"
+    log = (
+        "epoch 1 step 200 loss 2.1044\n"
+        "--------------------------------------------------------------------------\n"
+        "prterun noticed that process rank 3 with PID 41877 on node gpu-04 exited on\n"
+        "signal 9 (Killed).\n"
+        "--------------------------------------------------------------------------\n"
+    )
+    report = analyze(write_run(tmp_path, {"console.log": log}))
+    assert report.verdict.category.value == "oom_cascade"
+    assert report.verdict.signatures == ("oom_cascade.launcher_signal9",)
+    root = next(e for e in report.evidence if e.role.value == "root_cause")
+    assert (root.line, root.text) == (4, "signal 9 (Killed).")
