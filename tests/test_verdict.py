@@ -502,3 +502,26 @@ def test_prterun_signal_9_wrapped_onto_its_own_line_is_a_sigkill(tmp_path: Path)
     assert report.verdict.signatures == ("oom_cascade.launcher_signal9",)
     root = next(e for e in report.evidence if e.role.value == "root_cause")
     assert (root.line, root.text) == (4, "signal 9 (Killed).")
+
+
+@pytest.mark.parametrize(
+    ("line", "shows"),
+    [
+        # Open MPI 4.x (help-errmgr-base.txt [normal-termination-but]), Slurm's srun (launch.c)
+        ("Primary job  terminated normally, but 1 process returned", "a launcher reports that a process ended badly"),
+        ("srun: error: node12: tasks 0-7: Exited with exit code 1", "a launcher reports that a process ended badly"),
+        ("PRTE has lost communication with a remote daemon.", "a node or its launcher daemon failed"),
+        ("srun: error: Node failure on node12", "a node or its launcher daemon failed"),
+        ("slurmstepd: error: TaskProlog failed status=1", "a Slurm prolog or epilog failed"),
+        (
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+            "cannot open shared object file: no such file or directory: unknown.",
+            "the container did not get its GPUs",
+        ),
+    ],
+)
+def test_a_line_that_shows_a_failure_but_not_its_cause_is_unknown_and_says_what(tmp_path: Path, line: str, shows: str) -> None:
+    report = analyze(write_run(tmp_path, {"console.log": f"epoch 0 step 10 loss 2.0975\n{line}\n"}))
+    assert report.verdict.category.value == "unknown"
+    assert f"what it shows: {shows}" in report.verdict.explanation
+    assert report.verdict.remediation
