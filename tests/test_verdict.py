@@ -80,6 +80,8 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
         "UnknownError (see above for traceback): ncclCommInitRank failed: unhandled cuda error",
         # c10d's line naming the code NCCL returned, its `NCCL error in:` line lost
         "ncclInternalError: Internal check failed.",
+        # the DataLoader's report of a worker's crash (torch/utils/data/_utils/signal_handling.py)
+        "ERROR: Unexpected segmentation fault encountered in worker.",
     ],
 )
 def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
@@ -89,6 +91,36 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
     assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("rank0.log", 2)
     assert [t.line for t in report.timeline] == [2]
     assert "rank0.log:2" in report.verdict.explanation
+
+
+def test_a_process_the_kernel_killed_for_a_fault_is_a_failure(tmp_path: Path) -> None:
+    dmesg = (
+        "[ 4567.123456] python[12345]: segfault at 0 ip 00007f1234567890 sp 00007ffd12345678 error 4"
+        " in libfoo.so[7f1230000000+1e000000]\n"
+    )
+    report = analyze(write_run(tmp_path, {"rank0.log": "[rank0] epoch 0 step 10 loss 2.0975\n", "dmesg.log": dmesg}))
+    assert report.verdict.category.value == "unknown"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.line) == ("dmesg.log", 1)
+
+
+@pytest.mark.parametrize(
+    ("after", "category"),
+    [
+        ("", "network"),  # the log ends while c10d still cannot resolve the master's name
+        # the name appeared later and the job went on
+        ("".join(f"[rank1] epoch 0 step {i} loss 2.0975\n" for i in range(5)) + "[rank1] training finished\n", "none"),
+    ],
+    ids=["ends-there", "resolved-later"],
+)
+def test_c10d_retrying_an_unresolvable_name_is_a_failure_only_where_the_log_ends(
+    tmp_path: Path, after: str, category: str
+) -> None:
+    warning = (
+        "[W1130 03:08:{s:02d}.107291111 socket.cpp:764] [c10d] The IPv6 network addresses of (master-0.job, 23456)"
+        " cannot be retrieved (gai error: -2 - Name or service not known).\n"
+    )
+    log = "".join(warning.format(s=s) for s in range(3)) + after
+    assert analyze(write_run(tmp_path, {"rank1.log": log})).verdict.category.value == category
 
 
 def test_a_tensorflow_1_session_error_is_the_programs_exception(tmp_path: Path) -> None:
@@ -193,8 +225,25 @@ def test_an_nccl_tests_run_that_stops_after_its_header_is_a_failure_of_unknown_c
             "/opt/cudnn/v8.0.3/lib64:/opt/cuda/11.0/lib64:/usr/local/cuda/lib64\n",
             "version_mismatch",
         ),
+        # PyTorch's ROCm build: the HIP error's hint lines belong to the exception message
+        (
+            "",
+            "RuntimeError: HIP error: invalid device function",
+            "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.\n"
+            "For debugging consider passing AMD_SERIALIZE_KERNEL=3\n",
+            "version_mismatch",
+        ),
+        # Weights & Biases' exit hook prints its run summary after the process died
+        (
+            "",
+            "RuntimeError: CUDA error: device-side assert triggered",
+            "wandb: 🚀 View run fine-tune at: https://wandb.ai/team/proj/runs/abc123\nwandb: Find logs at: ./wandb/run-20240101_000000-abc123/logs\n",
+            "user_code",
+        ),
+        # glibc aborting on a corrupted heap as the interpreter tears down
+        ("", "RuntimeError: CUDA error: device-side assert triggered", "free(): invalid pointer\n", "user_code"),
     ],
-    ids=["caught-and-logged", "shell-line-after"],
+    ids=["caught-and-logged", "shell-line-after", "hip-hint-lines", "wandb-exit-summary", "glibc-abort-after"],
 )
 def test_what_follows_a_traceback_tells_whether_it_was_caught(
     tmp_path: Path, before: str, exception: str, after: str, category: str
@@ -412,6 +461,29 @@ def test_windows_paths_and_crlf_lines_are_read(tmp_path: Path) -> None:
     report = analyze(write_run(tmp_path, {"train.log": log}))
     assert report.verdict.category.value == "oom_cascade"
     assert (report.evidence[0].line, report.evidence[0].text) == (6, "RuntimeError: CUDA error: out of memory")
+
+
+def test_a_workers_own_file_under_attempt_dir_takes_its_nodes_global_rank(tmp_path: Path) -> None:
+    # torchrun --log-dir on node 2 of 2 x 2: attempt_0/1/ is local rank 1; the node's console says rank 3
+    oom = (
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 9, in <module>\n'
+        "    loss.backward()\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.15 GiB"
+        " of which 1.21 GiB is free.\n"
+    )
+    init = (
+        "[default{local}]:n:11{local}:12{local} [{local}] NCCL INFO comm 0x5 rank {rank} nranks 4 cudaDev {local}"
+        " busId 1000 commId 0x7 - Init COMPLETE\n"
+    )
+    files = {
+        "a/console.log": "".join(init.format(local=i, rank=i) for i in (0, 1)),
+        "b/console.log": "".join(init.format(local=i, rank=i + 2) for i in (0, 1)),
+        "b/logs/run_x/attempt_0/1/stderr.log": oom,
+    }
+    report = analyze(write_run(tmp_path, files))
+    assert report.verdict.category.value == "oom_cascade"
+    assert (report.verdict.first_failure.file, report.verdict.first_failure.rank) == ("b/logs/run_x/attempt_0/1/stderr.log", 3)
 
 
 def test_stacked_prefixes_map_the_local_rank_to_the_global_one(tmp_path: Path) -> None:

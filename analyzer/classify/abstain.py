@@ -34,13 +34,15 @@ _FAILURE_KINDS = frozenset(
         EventKind.XID,
     }
 )
+# signals the kernel reports as it kills a process for a fault (arch/x86/mm/fault.c, kernel/traps.c)
+_FATAL_SIGNALS = frozenset({"SIGSEGV", "SIGBUS", "SIGILL", "SIGFPE"})
 # a logging record that introduces a traceback it caught (`logger.exception(...)`): the traceback
 # was handled, the process went on
 _LOGGED = re.compile(r"^(?:ERROR|CRITICAL|EXCEPTION):[\w.]*:|[\s|\[-](?:ERROR|CRITICAL|EXCEPTION)\s*[\]|:-]")
 
 
 _SAYS_FAILURE = re.compile(
-    r"\b(?:[Ff]ailure|FAILURE|FAILED|[Ff]atal|FATAL|Segmentation fault|[Bb]us error|[Cc]ore dumped|Aborted)\b"
+    r"\b(?:[Ff]ailure|FAILURE|FAILED|[Ff]atal|FATAL|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Aborted)\b"
     # what a program prints as it dies, also when the traceback's header was not kept: Python's
     # exception line (`RuntimeError: ...`, `torch.distributed.DistBackendError: ...`), a C
     # assert or glog CHECK, a C++ exception that reached std::terminate
@@ -68,6 +70,10 @@ def is_failure_event(e: Event) -> bool:
         return not (isinstance(code, int) and code == 0)
     if e.kind is EventKind.TRACEBACK:
         return not e.fields.get("caught")
+    if e.kind is EventKind.KERNEL and e.fields.get("signal") in _FATAL_SIGNALS:
+        # the kernel's report of a process it killed for a fault (`python[123]: segfault at ...`,
+        # `traps: python[123] trap invalid opcode ...`): printed only for a signal nothing handled
+        return True
     if e.kind is EventKind.NCCL and e.fields.get("nccl_error"):
         return True  # NCCL returned an error code to its caller (`NCCL error in: ...`)
     if e.kind is EventKind.NCCL and e.fields.get("error_code") and not {"nccl_level", "result"} & e.fields.keys():

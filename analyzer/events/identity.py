@@ -21,6 +21,7 @@ rank's failure, marked approximate (`date_events`, after pids have tied kernel r
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import replace
 
@@ -78,15 +79,46 @@ def local_to_global(events: list[Event]) -> dict[str, dict[int, tuple[int, str]]
     return maps
 
 
+# torchrun --log-dir writes each worker's files under .../attempt_<n>/<local rank>/: on a multi-node
+# job that number is the LOCAL rank, which the node's other files (its console) map to a global one
+_ATTEMPT_DIR = re.compile(r"(?:^|/)attempt_\d+/(\d+)/[^/]+$")
+
+
+def _node(file: str, source_hosts: dict[str, str | None]) -> str | None:
+    """The node a file belongs to: the host folder it was found under, else its top folder."""
+    return source_hosts.get(file) or (file.split("/", 1)[0] if "/" in file else None)
+
+
+def _node_maps(
+    maps: dict[str, dict[int, tuple[int, str]]], source_hosts: dict[str, str | None]
+) -> dict[str, dict[int, tuple[int, str]]]:
+    """Per node: local rank -> global rank, from any of its files."""
+    nodes: dict[str, dict[int, tuple[int, str]]] = defaultdict(dict)
+    for file in sorted(maps):
+        node = _node(file, source_hosts)
+        if node:
+            for local, found in sorted(maps[file].items()):
+                nodes[node].setdefault(local, found)
+    return nodes
+
+
 def globalize(events: list[Event], source_hosts: dict[str, str | None] | None = None) -> tuple[list[Event], list[str]]:
     """Events with global ranks, the hosts and pids their lines name, and inherited times."""
     warnings: list[str] = []
+    source_hosts = source_hosts or {}
     maps = local_to_global(events)
+    nodes = _node_maps(maps, source_hosts)
     out: list[Event] = []
     unmapped: dict[str, set[int]] = defaultdict(set)
     for e in events:
         tee = e.fields.get("tee_rank")
         local = e.fields.get("local_rank")
+        m = _ATTEMPT_DIR.search(e.loc.file) if tee is None else None
+        if m and e.rank == int(m.group(1)) and (node := _node(e.loc.file, source_hosts)):
+            # a worker's own file under its node's folder: its path names its local rank
+            found = nodes.get(node, {}).get(e.rank)
+            if found is not None and found[0] != e.rank:
+                e = replace(e, rank=found[0], fields={**e.fields, "rank_from": f"local rank {m.group(1)} via {found[1]}"})
         if tee is None and e.kind in _LAUNCHER_RECORDS and isinstance(local, int) and local == e.rank:
             # the agent's own record ("failed (exitcode: -9) local_rank: 1 (pid: ...)") names a
             # local rank: the same file's summary (or NCCL/env lines) says which global rank it is
@@ -107,7 +139,7 @@ def globalize(events: list[Event], source_hosts: dict[str, str | None] | None = 
                 f"{file}: ranks {', '.join(map(str, sorted(tees)))} are local ranks (torchrun's [defaultN]: prefix); "
                 "no line of the file maps them to global ranks"
             )
-    return _hosts_and_pids(out, source_hosts or {}), warnings
+    return _hosts_and_pids(out, source_hosts), warnings
 
 
 def _multi_node(events: list[Event], unmapped: dict[str, set[int]]) -> bool:

@@ -82,7 +82,10 @@ def placed(ev: Event, hit: Hit, file_rank: int | None) -> Event:
 _NOT_GOING_ON = re.compile(
     CONTEXT_PATTERN + r"|Traceback|During handling|The above exception|^\s|^\^|torch[./]distributed|ChildFailedError|"
     r"(?:Error|Exception|Interrupt|Exit)\b|[Kk]ill|[Ss]ignal|[Ss]hutting|[Ee]xit|[Aa]bort|[Tt]erminat|"
-    r"NCCL |[Ww]arning|^[IWEF]\d{4} |^\[[IWEF][\d ]|^=+$|^-+$"
+    r"NCCL |[Ww]arning|^[IWEF]\d{4} |^\[[IWEF][\d ]|^=+$|^-+$|"
+    # Weights & Biases' exit hook (its run summary), glibc's heap-corruption aborts
+    # (malloc/malloc.c: `double free or corruption (!prev)`, `free(): invalid pointer`)
+    r"^wandb: |double free|corrupt|^(?:malloc|free|realloc|munmap_chunk)\(\):"
 )
 
 

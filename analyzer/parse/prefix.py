@@ -37,7 +37,12 @@ _TIMES = (
     # syslog: May  1 12:34:56 host
     re.compile(r"([A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2})\s+(?P<host>[\w.-]+)\s+"),
 )
-_NOT_HOSTS = re.compile(r"(?:Error|Exception|Warning|Exit|Signal|Failure)\w*$|^(?:sm|cuda)_?\d+$")
+# words before `: ` that name no host: an exception or status, a GPU architecture, a file (the
+# shared object in the dynamic loader's `lib_2.so: undefined symbol: ...`, a source file)
+_NOT_HOSTS = re.compile(
+    r"(?:Error|Exception|Warning|Exit|Signal|Failure)\w*$|^(?:sm|cuda)_?\d+$"
+    r"|\.(?:so(?:\.\d+)*|pyd|pyx?|c|cc|cpp|cu|cuh|hpp|h|dll|exe|sh|log|txt|json|ya?ml)$"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,7 +132,7 @@ def _continues(msg: str) -> bool:
         return False
     return bool(
         re.match(
-            r"^(?:CUDA|For debugging|Compile with|Tried to|If reserved|See documentation|Of the allocated|Including non-PyTorch|Process \d+ has|This error|HINT|Exception raised from)",
+            r"^(?:CUDA|HIP|For debugging|Compile with|Tried to|If reserved|See documentation|Of the allocated|Including non-PyTorch|Process \d+ has|This error|HINT|Exception raised from)",
             msg,
         )
     )

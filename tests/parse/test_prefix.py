@@ -16,6 +16,16 @@ from analyzer.parse.prefix import split_prefix
         ("gpu-01:1234:5678 [3] NCCL INFO Bootstrap", None, None, "gpu-01", "NCCL INFO Bootstrap"),
         ("RuntimeError: CUDA error: foo", None, None, None, "RuntimeError: CUDA error: foo"),
         ("torch.OutOfMemoryError: CUDA out of memory.", None, None, None, "torch.OutOfMemoryError: CUDA out of memory."),
+        # a file before `: ` is no host (the dynamic loader names the shared object first)
+        (
+            "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c10",
+            None,
+            None,
+            None,
+            "flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c10",
+        ),
+        ("libnccl.so.2: cannot open shared object file", None, None, None, "libnccl.so.2: cannot open shared object file"),
+        ("gpu-node-12.cluster.local: Traceback", None, None, "gpu-node-12.cluster.local", "Traceback"),
     ],
 )
 def test_prefixes(line: str, rank: int | None, local_rank: int | None, host: str | None, message: str) -> None:
