@@ -3,7 +3,7 @@ hosts across nodes, the stalled rank of a hang, versions across files, evidence 
 
 The log lines below are machine-written lines of the emitters named next to them (NCCL's init and
 transport INFO lines, torchrun's agent and summary, nvidia-smi's header, DeepSpeed's ds_report and
-launcher); hosts and pids changed.
+launcher, Open MPI's mpirun/prterun help texts); hosts and pids changed.
 """
 
 from __future__ import annotations
@@ -577,3 +577,64 @@ def test_data_that_a_p2p_copy_corrupted_is_p2p(tmp_path: Path) -> None:
     assert (report.verdict.category.value, report.verdict.subcategory) == ("p2p", "p2p.iommu_acs")
     assert report.verdict.signatures[0] == "p2p.simple_p2p_verification_error"
     assert report.evidence[0].text == "Verification error @ element 1: val = 0.000000, ref = 4.000000"
+
+
+# Open MPI 4.x on InfiniBand nodes: help texts a healthy job prints (help-mpi-btl-openib.txt), then
+# the help aggregation lines of orte/util/show_help.c
+OPENMPI_FINISHED = """\
+--------------------------------------------------------------------------
+WARNING: There was an error initializing an OpenFabrics device.
+
+  Local host:   gpu-01
+  Local device: mlx5_0
+--------------------------------------------------------------------------
+epoch 3 step 900 loss 1.0112
+training finished
+[gpu-01:41800] 7 more processes have sent help message help-mpi-btl-openib.txt / error in device init
+[gpu-01:41800] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages
+"""
+
+
+def test_a_finished_open_mpi_job_with_its_openib_warnings_is_none(tmp_path: Path) -> None:
+    report = analyze(write_run(tmp_path, {"console.log": OPENMPI_FINISHED}))
+    assert report.verdict.category.value == "none"
+    assert not [e for e in report.evidence if e.role.value == "root_cause"]
+
+
+def test_prterun_signal_9_wrapped_onto_its_own_line_is_a_sigkill(tmp_path: Path) -> None:
+    # Open MPI 5.x (PRRTE's help-prun.txt [prun:proc-aborted-strsignal]) wraps before "signal"
+    log = (
+        "epoch 1 step 200 loss 2.1044\n"
+        "--------------------------------------------------------------------------\n"
+        "prterun noticed that process rank 3 with PID 41877 on node gpu-04 exited on\n"
+        "signal 9 (Killed).\n"
+        "--------------------------------------------------------------------------\n"
+    )
+    report = analyze(write_run(tmp_path, {"console.log": log}))
+    assert report.verdict.category.value == "oom_cascade"
+    assert report.verdict.signatures == ("oom_cascade.launcher_signal9",)
+    root = next(e for e in report.evidence if e.role.value == "root_cause")
+    assert (root.line, root.text) == (4, "signal 9 (Killed).")
+
+
+@pytest.mark.parametrize(
+    ("line", "shows"),
+    [
+        # Open MPI 4.x (help-errmgr-base.txt [normal-termination-but]), Slurm's srun (launch.c)
+        ("Primary job  terminated normally, but 1 process returned", "a launcher reports that a process ended badly"),
+        ("srun: error: node12: tasks 0-7: Exited with exit code 1", "a launcher reports that a process ended badly"),
+        ("PRTE has lost communication with a remote daemon.", "a node or its launcher daemon failed"),
+        ("srun: error: Node failure on node12", "a node or its launcher daemon failed"),
+        ("slurmstepd: error: TaskProlog failed status=1", "a Slurm prolog or epilog failed"),
+        (
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+            "cannot open shared object file: no such file or directory: unknown.",
+            "the container did not get its GPUs",
+        ),
+    ],
+)
+def test_a_line_that_shows_a_failure_but_not_its_cause_is_unknown_and_says_what(tmp_path: Path, line: str, shows: str) -> None:
+    report = analyze(write_run(tmp_path, {"console.log": f"epoch 0 step 10 loss 2.0975\n{line}\n"}))
+    assert report.verdict.category.value == "unknown"
+    assert f"what it shows: {shows}" in report.verdict.explanation
+    assert report.verdict.remediation

@@ -21,8 +21,18 @@ OOPS_MAX_LINES = 300
 # records that are never part of an oops or OOM report: they end the block before them
 _STANDALONE = frozenset({"xid", "nvrm_gpu", "segfault", "trap", "aer", "oom_invoked"})
 
+# The kernel's WARNING header, in the shapes the kernel prints it: __warn() ("WARNING: CPU: 3 PID: 42
+# at <file>:<line> <func>", "WARNING: <file>:<line> at <func>, CPU#3: <comm>/42", before 4.x "WARNING:
+# at <file>:<line> <func>()") and lockdep ("WARNING: possible circular locking dependency detected",
+# "WARNING: suspicious RCU usage", ...). Programs print "WARNING: <sentence>" too (Open MPI's help
+# texts, installers): those are not kernel warnings.
+KERNEL_WARNING = (
+    r"WARNING: (?:CPU: ?\d+ PID: ?\d+ |at \S+:\d+|at [\w.]+\+0x|\S+:\d+ at |possible |suspicious |inconsistent "
+    r"|bad unlock |lock held |held lock |Nested lock |HARDIRQ|SOFTIRQ|chain_key |\S+/\d+ still has locks held)"
+)
+
 _OOPS_HEADER = re.compile(
-    r"^(?:\[ ?)?(?:WARNING:|BUG[: ]|kernel BUG at|Oops[:\s]|Internal error: Oops|general protection fault"
+    r"^(?:\[ ?)?(?:" + KERNEL_WARNING + r"|BUG[: ]|kernel BUG at|Oops[:\s]|Internal error: Oops|general protection fault"
     r"|Unable to handle kernel|Kernel panic - not syncing|(?:NMI )?watchdog: BUG: soft lockup"
     r"|INFO: (?:task .+ blocked for more than|rcu_\w+ (?:self-)?detected stall|possible|suspicious|inconsistent)"
     r"|divide error:|invalid opcode:|BUG: unable to handle)"

@@ -19,7 +19,7 @@ from typing import Any
 
 from analyzer.model import Event, EventKind, Frame, Location, SourceKind
 from analyzer.model.serialize import event_head
-from analyzer.parse._dmesg_blocks import Oops, collect_oom, collect_oops, starts_oops
+from analyzer.parse._dmesg_blocks import KERNEL_WARNING, Oops, collect_oom, collect_oops, starts_oops
 from analyzer.parse._dmesg_lines import LineRecord, parse_line
 from analyzer.parse.base import GrammarParser, Region, Trigger
 
@@ -27,7 +27,7 @@ OOM_BLOCK = 300  # lines handed over after `invoked oom-killer` (the report with
 OOPS_BLOCK = 150  # lines handed over after an oops header
 
 _OOPS_TRIGGER = (
-    r"(?:^|[\]:]\s?\s*)(?:WARNING: |BUG: |kernel BUG at |Oops: |Internal error: Oops|general protection fault: "
+    r"(?:^|[\]:]\s?\s*)(?:" + KERNEL_WARNING + r"|BUG: |kernel BUG at |Oops: |Internal error: Oops|general protection fault: "
     r"|Unable to handle kernel |Kernel panic - not syncing|INFO: task \S+ blocked for more than"
     r"|rcu_\w+ (?:self-)?detected stall)"
 )

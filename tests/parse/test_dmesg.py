@@ -145,6 +145,40 @@ def test_triggers_compile_and_match_their_records() -> None:
     assert not any("GPU Board Serial Number" in h for h in hits)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[ 5001.123456] WARNING: CPU: 3 PID: 4242 at drivers/gpu/drm/drm_gem.c:1021 drm_gem_object_free+0x23/0x30",
+        "[ 5001.123456] WARNING: drivers/pci/msi/msi.c:888 at __pci_enable_msi_range+0x1f/0x40, CPU#3: python/4242",
+        "[110417.280426] WARNING: at mm/page_alloc.c:2204 __alloc_pages_nodemask+0x231/0x8f0()",
+        "WARNING: possible circular locking dependency detected",
+        "[   12.345678] WARNING: suspicious RCU usage",
+    ],
+)
+def test_kernel_warning_headers_start_an_oops(line: str) -> None:
+    import re
+
+    assert any(re.search(t.pattern, line) for t in TRIGGERS)
+    assert parse_text(line)["oopses"], line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # Open MPI's help texts (help-mpi-btl-openib.txt, help-mpi-btl-tcp.txt), printed by healthy jobs too
+        "WARNING: There was an error initializing an OpenFabrics device.",
+        "WARNING: There is at least non-excluded one OpenFabrics device found,",
+        "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
+        "WARNING: at least one process is still running",
+    ],
+)
+def test_program_warnings_are_not_kernel_warnings(line: str) -> None:
+    import re
+
+    assert not any(re.search(t.pattern, line) for t in TRIGGERS if "WARNING" in t.pattern)
+    assert parse_text(line)["oopses"] == []
+
+
 @pytest.fixture
 def kerneloopses(external: Path) -> Path:
     return external / "satyr" / "kerneloopses"
