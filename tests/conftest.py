@@ -31,6 +31,11 @@ def write_run(run: Path, files: dict[str, str]) -> Path:
     return run
 
 
+def traceback_of(exc_line: str, code: str = "main()") -> str:
+    """A Python traceback of one frame in /app/train.py that ends in `exc_line`."""
+    return f'Traceback (most recent call last):\n  File "/app/train.py", line 12, in <module>\n    {code}\n{exc_line}\n'
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The suite never reads or writes the user's cache: compiled scanners and the parsed
     signature database go to a private directory (0700) removed at the end; subprocesses that

@@ -69,7 +69,7 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
         only_unparsed = all(e.kind == EventKind.UNPARSED for e in parsed_here)
         if line_owner and only_unparsed:
             p = split_prefix(hit.lines[0])
-            line_rank = p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else rank
+            line_rank = p.rank_or(rank)
             fields: dict[str, object] = {} if SIGNATURE_OWNER in hit.owners else {"generic": True}
             if OUTCOME_OWNER in hit.owners:
                 fields["outcome"] = "succeeded"

@@ -106,35 +106,10 @@ class _ToModel(Transformer[Token, object]):
     def start(self, items: list[object]) -> list[object]:
         return items
 
-    def _item(self, name: str, items: list[Token]) -> tuple[str, int, str]:
-        return name, items[0].line - 1 if items[0].line else 0, str(items[0])
-
-    def banner(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("banner", items)
-
-    def device(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("device", items)
-
-    def access(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("access", items)
-
-    def note(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("note", items)
-
-    def cuda_failure(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("cuda_failure", items)
-
-    def verify(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("verify", items)
-
-    def mismatch(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("mismatch", items)
-
-    def simple_step(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("simple_step", items)
-
-    def simple_result(self, items: list[Token]) -> tuple[str, int, str]:
-        return self._item("simple_result", items)
+    def __default__(self, data: Token, children: list[Token], meta: object) -> tuple[str, int, str]:
+        """A one-line item (banner, device, access, note, cuda_failure, verify, mismatch,
+        simple_step, simple_result): its rule's name, its line's index and its text."""
+        return str(data), children[0].line - 1 if children[0].line else 0, str(children[0])
 
     def connectivity(self, items: list[object]) -> _Matrix:
         return self.matrix(items)
@@ -302,7 +277,7 @@ def parse_region(region: Region) -> list[Event]:
                 loc=Location(region.file, region.line_no(index)),
                 text=region.lines[index],
                 message=p.message.strip(),
-                rank=p.rank if p.rank is not None else p.local_rank if p.local_rank is not None else region.source_rank,
+                rank=p.rank_or(region.source_rank),
                 host=p.host or region.source_host,
                 pid=p.pid,
                 time_text=p.time_text,

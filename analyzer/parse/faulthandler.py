@@ -90,11 +90,7 @@ def parse_region(region: Region) -> list[Event]:
             loc=Location(region.file, region.start),
             text=region.lines[0],
             message=message,
-            rank=first.rank
-            if first.rank is not None
-            else first.local_rank
-            if first.local_rank is not None
-            else region.source_rank,
+            rank=first.rank_or(region.source_rank),
             host=first.host or region.source_host,
             pid=first.pid,
             time_text=first.time_text,

@@ -55,6 +55,12 @@ class Prefix:
     device: int | None = None
     time_text: str | None = None
 
+    def rank_or(self, fallback: int | None) -> int | None:
+        """The rank the prefixes give (PyTorch's, else torchrun's local one), else `fallback`."""
+        if self.rank is not None:
+            return self.rank
+        return self.local_rank if self.local_rank is not None else fallback
+
 
 def split_prefix(line: str) -> Prefix:
     """Peel the known prefixes off `line` (at most a few, in any order)."""

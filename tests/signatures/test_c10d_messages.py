@@ -13,18 +13,14 @@ import pytest
 
 from analyzer.pipeline import analyze
 
-from ..conftest import write_run
-
-NCCL_INIT = "node1:3331:3391 [{r}] NCCL INFO comm 0x8b6d9c0 rank {r} nranks 2 cudaDev {r} busId 1000 - Init COMPLETE\n"
+from ..conftest import traceback_of, write_run
 
 
 def _traceback(exc_line: str) -> str:
-    return (
-        "Traceback (most recent call last):\n"
-        '  File "/app/train.py", line 12, in <module>\n'
-        "    dist.init_process_group('nccl')\n"
-        f"{exc_line}\n"
-    )
+    return traceback_of(exc_line, "dist.init_process_group('nccl')")
+
+
+NCCL_INIT = "node1:3331:3391 [{r}] NCCL INFO comm 0x8b6d9c0 rank {r} nranks 2 cudaDev {r} busId 1000 - Init COMPLETE\n"
 
 
 CASES = {

@@ -13,7 +13,7 @@ import pytest
 
 from analyzer.pipeline import analyze
 
-from ..conftest import write_run
+from ..conftest import traceback_of, write_run
 
 HUB_RETRY = (
     "'(MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: "
@@ -22,10 +22,6 @@ HUB_RETRY = (
     "'(Request ID: 3f6c1a2b)')' thrown while requesting HEAD https://huggingface.co/gpt2/resolve/main/config.json\n"
     "Retrying in 1s [Retry 1/5].\n"
 )
-
-
-def _traceback(exc_line: str) -> str:
-    return f'Traceback (most recent call last):\n  File "/app/train.py", line 12, in <module>\n    main()\n{exc_line}\n'
 
 
 CASES = {
@@ -79,7 +75,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_remote_or_library_failure_names_its_cause(tmp_path: Path, name: str) -> None:
     exc_line, category, signature = CASES[name]
-    report = analyze(write_run(tmp_path, {"train.log": HUB_RETRY + _traceback(exc_line)}))
+    report = analyze(write_run(tmp_path, {"train.log": HUB_RETRY + traceback_of(exc_line)}))
     assert report.verdict.category.value == category
     assert signature in report.verdict.signatures
     roots = [e for e in report.evidence if e.role.value == "root_cause"]
@@ -110,6 +106,6 @@ def test_retries_that_succeeded_are_no_failure(tmp_path: Path) -> None:
     ],
 )
 def test_a_library_status_that_names_no_cause_is_not_a_program_bug(tmp_path: Path, exc_line: str) -> None:
-    report = analyze(write_run(tmp_path, {"train.log": _traceback(exc_line)}))
+    report = analyze(write_run(tmp_path, {"train.log": traceback_of(exc_line)}))
     assert report.verdict.category.value == "unknown"
     assert "user_code.python_exception" not in report.verdict.signatures
