@@ -18,6 +18,7 @@ from analyzer.classify.abstain import (
     finished,
     last_words,
     mark_error_chains,
+    mark_init_incomplete,
     mark_logged,
 )
 from analyzer.classify.combine import combine
@@ -81,7 +82,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout, limits=opts.limits, workers=opts.workers
     )
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
-    job = correlate(mark_error_chains(mark_logged(normalized)))
+    job = correlate(mark_init_incomplete(mark_error_chains(mark_logged(normalized))))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
     findings = last_words(demote_caught(findings), {s.id for s in sigs if s.last_words}, ingested.sources)
     standalone = {s.id for s in sigs if s.standalone}

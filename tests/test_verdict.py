@@ -82,6 +82,19 @@ def test_a_caught_and_logged_exception_is_no_failure(tmp_path: Path) -> None:
         "ncclInternalError: Internal check failed.",
         # the DataLoader's report of a worker's crash (torch/utils/data/_utils/signal_handling.py)
         "ERROR: Unexpected segmentation fault encountered in worker.",
+        # exception lines whose name has a capital before "Error", and a private one
+        "OSError: [Errno 16] Please reduce your request rate.",
+        "torch._C._LinAlgError: cusolver error: CUSOLVER_STATUS_INVALID_VALUE, when calling `cusolverDnSgetrf(handle)`",
+        # the CUDA samples' checkCudaErrors and TensorFlow's driver wrapper, with a code that names no cause
+        'CUDA error at train.cu:42 code=1(cudaErrorInvalidValue) "cudaDeviceSynchronize()"',
+        "E0101 10:00:00.000000 1234 cuda_driver.cc:300] failed call to cuCtxSynchronize: CUDA_ERROR_INVALID_VALUE",
+        # the host's uncorrected memory error; the driver finding no GPU; a framework's dead worker
+        "[ 3456.789012] EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0)",
+        "[    5.123456] NVRM: No NVIDIA devices probed.",
+        "The actor died because its node has died. Node Id: 5b1c8e0f4a6d2e9b7c3a1f0e8d6c4b2a",
+        "ERROR 04-30 09:20:11 [core.py:396] EngineCore failed to start.",
+        # a line a signature's prefilter caught ("Bus error") but whose shape it does not have
+        "FATAL: Bus error while loading the shared library in worker 3",
     ],
 )
 def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, line: str) -> None:
@@ -208,6 +221,41 @@ def test_an_nccl_tests_run_that_stops_after_its_header_is_a_failure_of_unknown_c
     assert finished.verdict.category.value == "none"
 
 
+NCCL_INIT = (
+    "gpu-a01:2251:2251 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    "NCCL version 2.18.3+cuda12.1\n"
+    "gpu-a01:2251:2290 [0] NCCL INFO Channel 00/02 :    0   1\n"
+    "gpu-a01:2251:2290 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1\n"
+    "gpu-a01:2251:2290 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+    "gpu-a01:2252:2291 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC\n"
+)
+NCCL_INIT_DONE = (
+    "gpu-a01:2251:2290 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x9a1 - Init COMPLETE\n"
+)
+
+
+def test_a_log_that_ends_while_nccl_makes_its_communicator_is_a_stall_of_unknown_cause(tmp_path: Path) -> None:
+    stalled = analyze(write_run(tmp_path / "stalled", {"rank0.log": NCCL_INIT}))
+    assert stalled.verdict.category.value == "unknown"
+    assert any(e.signature == "unknown.nccl_init_stalled" for e in stalled.evidence)
+    assert any("NCCL_P2P_DISABLE" in r for r in stalled.verdict.remediation)
+    # the communicator was made: what follows it (or nothing) is no failure
+    done = analyze(write_run(tmp_path / "done", {"rank0.log": NCCL_INIT + NCCL_INIT_DONE}))
+    assert done.verdict.category.value == "none"
+    # setup lines followed by the job's own output: it went on
+    went_on = analyze(
+        write_run(tmp_path / "went-on", {"rank0.log": NCCL_INIT + "step 1 loss 2.31\nstep 2 loss 2.20\nstep 3 loss 2.11\n"})
+    )
+    assert went_on.verdict.category.value == "none"
+    # without NCCL's banner the file may be a cut excerpt, or an NCCL older than 2.4 that never
+    # says Init COMPLETE: no stall is claimed
+    banner = "NCCL version 2.18.3+cuda12.1\n"
+    excerpt = analyze(write_run(tmp_path / "excerpt", {"rank0.log": NCCL_INIT.replace(banner, "")}))
+    assert excerpt.verdict.category.value == "none"
+    old = analyze(write_run(tmp_path / "old", {"rank0.log": NCCL_INIT.replace("2.18.3+cuda12.1", "2.3.7+cuda9.2")}))
+    assert old.verdict.category.value == "none"
+
+
 @pytest.mark.parametrize(
     ("before", "exception", "after", "category"),
     [
@@ -257,6 +305,16 @@ def test_terminal_view_splits_redraws_and_glued_messages() -> None:
     view, breaks, _ = terminal_view(raw)
     assert view.split(b"\n")[:6] == [b"a", b"ERROR: x\r", b" 10%|#  | 1/10", b" 20%|## | 2/10", b"Killed", b"100%|####"]
     assert len(breaks) == 3
+
+
+def test_colour_codes_as_syslog_escaped_them_are_removed(tmp_path: Path) -> None:
+    raw = b"#033[2m#033[33m(raylet)#033[0m node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory pressure (OOM)\n"
+    view, _, removed = terminal_view(raw)
+    assert view.startswith(b"(raylet) node_manager.cc:3007: 2 Workers")
+    assert removed and removed[-1][1] == len(b"#033[2m#033[33m#033[0m")
+    report = analyze(write_run(tmp_path, {"raylet.log": raw.decode()}))
+    assert report.verdict.category.value == "oom_cascade"
+    assert report.evidence[0].line == 1 and report.evidence[0].text.startswith("(raylet) node_manager.cc:3007")
 
 
 def test_killed_glued_after_a_progress_bar_is_found(tmp_path: Path) -> None:

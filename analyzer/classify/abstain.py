@@ -61,8 +61,10 @@ def finished(events: list[Event]) -> bool:
     return any(e.fields.get("outcome") == "succeeded" for e in events)
 
 
-def is_failure_event(e: Event) -> bool:
-    """An event that says by itself that something failed (whatever the cause)."""
+def is_failure_event(e: Event, named: bool = False) -> bool:
+    """An event that says by itself that something failed (whatever the cause). `named`: some
+    signature made a finding of this line (else a line only a signature's prefilter caught is
+    read like any other line that no signature names)."""
     if e.kind in _FAILURE_KINDS:
         return True
     if e.kind is EventKind.LAUNCHER_EXIT:
@@ -78,7 +80,7 @@ def is_failure_event(e: Event) -> bool:
         return True  # NCCL returned an error code to its caller (`NCCL error in: ...`)
     if e.kind is EventKind.NCCL and e.fields.get("error_code") and not {"nccl_level", "result"} & e.fields.keys():
         return True  # the caller's line naming the code it got (`ncclSystemError: System call ...`)
-    if e.kind is EventKind.LINE and e.fields.get("generic"):
+    if e.kind is EventKind.LINE and (e.fields.get("generic") or not (named or e.fields.get("bookkeeping"))):
         # a line no signature names that still says a failure happened: the verdict is at least
         # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count)
         return bool(_SAYS_FAILURE.search(e.message))
@@ -90,6 +92,7 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
     A line inside a parsed traceback (its exception line) is left to that traceback, which knows
     whether the program caught it."""
     out: dict[int, Event] = {}
+    named = {(f.event.loc.file, f.event.loc.line) for f in findings}
     for f in findings:
         if _shows_failure(f):
             out[id(f.event)] = f.event
@@ -101,7 +104,7 @@ def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event
         line = e.loc.line or 0
         if e.kind is EventKind.LINE and any(a <= line <= b for a, b in spans.get(e.loc.file, ())):
             continue
-        if is_failure_event(e):
+        if is_failure_event(e, (e.loc.file, e.loc.line) in named):
             out[id(e)] = e
     for chain in error_chains(events):
         for e in chain:
@@ -129,6 +132,40 @@ def mark_error_chains(events: list[Event]) -> list[Event]:
     return out
 
 
+# NCCL prints `comm ... - Init COMPLETE` (src/init.cc, 2.4 to today) when a communicator is made;
+# a file whose NCCL output has none never finished making one
+_INIT_COMPLETE_SINCE = (2, 4)
+
+
+def mark_init_incomplete(events: list[Event]) -> list[Event]:
+    """The events, each NCCL INFO line of a file that never said `Init COMPLETE` marked
+    (`init_incomplete: true`): where such lines end the log (a `last_words` signature), the
+    processes stopped while making their communicator. Only a file whose NCCL banner (`NCCL
+    version 2.x`) shows that its NCCL prints that line, and so that the file holds NCCL's output
+    from its start, is marked; one that printed it for any communicator is not."""
+    complete: set[str] = set()
+    banner: set[str] = set()
+    for e in events:
+        if e.kind is EventKind.NCCL and e.fields.get("init") == "COMPLETE":
+            complete.add(e.loc.file)
+        elif e.kind is EventKind.VERSION and _at_least(e.fields.get("nccl_version"), _INIT_COMPLETE_SINCE):
+            banner.add(e.loc.file)
+    stalled = banner - complete
+    if not stalled:
+        return events
+    return [
+        replace(e, fields={**e.fields, "init_incomplete": True})
+        if e.loc.file in stalled and e.kind is EventKind.NCCL and e.fields.get("nccl_level") == "INFO"
+        else e
+        for e in events
+    ]
+
+
+def _at_least(version: object, since: tuple[int, int]) -> bool:
+    parts = re.match(r"(\d+)\.(\d+)", str(version)) if version else None
+    return parts is not None and (int(parts[1]), int(parts[2])) >= since
+
+
 def error_chains(events: list[Event]) -> list[list[Event]]:
     """Per process (file and pid), its NCCL error-return lines (a non-zero ncclResult_t passed
     up) in order, where it printed at least ERROR_RETURN_CHAIN of them."""
@@ -143,9 +180,12 @@ def error_chains(events: list[Event]) -> list[list[Event]]:
 def _shows_failure(f: Finding) -> bool:
     """A finding that is failure evidence: not context, not a traceback the program caught, not
     a symptom read from an NCCL INFO line (NCCL reports its failures at WARN; at INFO it only
-    narrates, e.g. its service thread's connection closing at a normal teardown)."""
+    narrates, e.g. its service thread's connection closing at a normal teardown), unless that
+    line is where the processes stopped while making their communicator."""
     if f.role is Role.CONTEXT or f.event.fields.get("caught"):
         return False
+    if f.event.fields.get("init_incomplete"):
+        return True  # an INFO line that ends the log while no communicator was made: a stall
     return not (f.role is Role.SYMPTOM and f.event.fields.get("nccl_level") == "INFO")
 
 

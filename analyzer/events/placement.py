@@ -21,13 +21,14 @@ TF1_SUFFIX = r"(?: \(see above for traceback\))?"
 CONTEXT_PATTERN = (
     r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure)?|FAIL(?:ED)?|[Ff]atal|FATAL|[Ee]xception|[Kk]illed|[Aa]bort(?:ed|ing)?|"
     r"[Tt]erminat(?:ed|ing)|[Tt]imed out|[Tt]imeout|[Ss]egmentation fault|[Bb]us error|[Cc]ore dumped|Xid|NVRM|WARN)\b"
-    # an exception's own line (`ImportError: ...`), which `\bError` does not see; a C++ one
-    rf"|[a-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
+    # an exception's own line (`ImportError: ...`, `OSError: ...`, `EOFError: ...`), which
+    # `\bError` does not see; a C++ one
+    rf"|[A-Za-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
 )
 CONTEXT_CAP = 400
-# the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`, and its
-# last line when uncaught: `RuntimeError: ...`
-EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)"
+# the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`,
+# `torch._C._LinAlgError`, and its last line when uncaught: `RuntimeError: ...`
+EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*_?[A-Z]\w*(?:Error|Exception)"
 EXCEPTION_LINE = re.compile(rf"^({EXCEPTION_NAME}){TF1_SUFFIX}: (.*)$")
 IDENTITY_OWNER = "identity"
 # a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one

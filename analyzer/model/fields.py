@@ -158,6 +158,8 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             # the first (deepest) line of a chain of error returns (classify/abstain.py)
             "error_chain_origin",
             "error_chain_length",
+            # an INFO line of a file that never said `Init COMPLETE` (classify/abstain.py)
+            "init_incomplete",
         }
     ),
     EventKind.WATCHDOG: frozenset(
