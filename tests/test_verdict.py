@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer.parse.prefix import split_prefix
 from analyzer.pipeline import analyze
 from analyzer.report.json_report import render_json
 from analyzer.scan.lines import terminal_view
@@ -307,14 +308,13 @@ def test_terminal_view_splits_redraws_and_glued_messages() -> None:
     assert len(breaks) == 3
 
 
-def test_colour_codes_as_syslog_escaped_them_are_removed(tmp_path: Path) -> None:
-    raw = b"#033[2m#033[33m(raylet)#033[0m node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory pressure (OOM)\n"
-    view, _, removed = terminal_view(raw)
-    assert view.startswith(b"(raylet) node_manager.cc:3007: 2 Workers")
-    assert removed and removed[-1][1] == len(b"#033[2m#033[33m#033[0m")
-    report = analyze(write_run(tmp_path, {"raylet.log": raw.decode()}))
+def test_colour_codes_as_syslog_escaped_them_are_dropped(tmp_path: Path) -> None:
+    line = "#033[2m#033[33m(raylet)#033[0m [2024-03-05 14:22:07,512 E 2871 2871] (raylet) node_manager.cc:3007: 2 Workers"
+    assert split_prefix(line).message.startswith("(raylet) ")
+    log = "#033[2m#033[33m(raylet)#033[0m Refer to the documentation on how to address the out of memory issue: https://docs.ray.io\n"
+    report = analyze(write_run(tmp_path, {"raylet.log": log}))
     assert report.verdict.category.value == "oom_cascade"
-    assert report.evidence[0].line == 1 and report.evidence[0].text.startswith("(raylet) node_manager.cc:3007")
+    assert report.evidence[0].line == 1
 
 
 def test_killed_glued_after_a_progress_bar_is_found(tmp_path: Path) -> None:

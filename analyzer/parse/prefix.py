@@ -5,7 +5,8 @@ device, the time text. Handled: `[rank3]:` (PyTorch), `[default3]:` (torchrun --
 log_line_prefix_template), `[1,3]<stderr>:` (Open MPI --tag-output), `3: ` (srun --label),
 `node7: ` (pdsh / DeepSpeed multi-node runner), Ray's worker prefix `(ActorName pid=N, ip=A)`
 (ray/_private/worker.py print_worker_logs), NCCL's `host:pid:tid [dev]`, and the common
-clock formats (ISO, Python logging, glog, syslog, dmesg uptime and `dmesg -T`).
+clock formats (ISO, Python logging, glog, syslog, dmesg uptime and `dmesg -T`); colour codes that a
+syslog daemon escaped (`#033[33m`) are dropped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ _SRUN = re.compile(r"\s{0,4}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][\w.-]*\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
 _RAY = re.compile(r"\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ip=([\w.:-]+))?\)\s")
 _NCCL = re.compile(r"([\w.-]+):(\d+):(\d+) \[(\d+)\] (?=NCCL )")
+# colour codes as a syslog daemon escapes them (rsyslog writes ESC as `#033`): `#033[2m(raylet)#033[0m`
+_SYSLOG_CODES = re.compile(r"#033\[[0-9;?]*[ -/]*[@-~]")
 _TIMES = (
     # 2024-05-01 12:34:56,789 / 2024-05-01T12:34:56.123Z / [2024-05-01 12:34:56]
     re.compile(
@@ -67,6 +70,8 @@ def split_prefix(line: str) -> Prefix:
     rank = local_rank = pid = device = None
     host = time_text = None
     rest = line.rstrip("\r\n")
+    if "#033[" in rest:
+        rest = _SYSLOG_CODES.sub("", rest)
     for _ in range(6):
         m = _RANK.match(rest)
         if m:

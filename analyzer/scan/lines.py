@@ -1,7 +1,7 @@
 """Lines as terminals show them: what the scan matches is the text a person would read.
 
 A log written through a terminal carries more than its messages: ANSI colour and cursor codes
-(`ESC[31m`, or `#033[31m` once a syslog daemon has escaped them), progress bars that redraw themselves with carriage returns (tqdm writes
+(`ESC[31m`), progress bars that redraw themselves with carriage returns (tqdm writes
 `\\r 10%|#   | 1/10 ...\\r 20%|##  | ...` on one physical line), and messages glued after the last
 redraw when a process dies mid-bar (`100%|####| 10/10 [00:01<00:00]Killed`). `terminal_view`
 gives the text with colour codes removed and every redraw on a line of its own, plus where those
@@ -13,13 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-_ANSI = re.compile(
-    rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_])"
-    # the same colour codes as syslog daemons write them, the escape as `#033` (rsyslog's
-    # control-character escaping, on by default)
-    rb"|#033\[[0-9;?]*[ -/]*[@-~]"
-)
-_SYSLOG_ESC = b"#033["
+_ANSI = re.compile(rb"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 # a carriage return that redraws the line (not the CR of a CRLF ending)
 _REDRAW = re.compile(rb"\r(?![\r\n])")
 # the end of a progress bar with text glued right after it: tqdm's `NN%|bar|` with no counts
@@ -46,13 +40,8 @@ def _glued(chunk: bytes) -> list[int]:
     return out
 
 
-def has_codes(chunk: bytes) -> bool:
-    """The chunk holds colour or cursor codes (raw, or as a syslog daemon escaped them)."""
-    return b"\x1b" in chunk or _SYSLOG_ESC in chunk
-
-
 def needs_view(chunk: bytes) -> bool:
-    return b"\r" in chunk or b"%|" in chunk or has_codes(chunk)
+    return b"\r" in chunk or b"\x1b" in chunk or b"%|" in chunk
 
 
 def terminal_view(chunk: bytes) -> tuple[bytes, list[int], list[tuple[int, int]]]:
@@ -61,7 +50,7 @@ def terminal_view(chunk: bytes) -> tuple[bytes, list[int], list[tuple[int, int]]
     `removed` maps chunk offsets to view offsets: (chunk offset after a removed code, bytes
     removed up to there)."""
     removed: list[tuple[int, int]] = []
-    if has_codes(chunk):
+    if b"\x1b" in chunk:
         parts: list[bytes] = []
         pos = total = 0
         for m in _ANSI.finditer(chunk):

@@ -33,7 +33,7 @@ from typing import Any
 
 from analyzer.cachefile import read_entry, read_json, write_entry, write_json
 from analyzer.paths import cache_dir
-from analyzer.scan.lines import added_before, has_codes, needs_view, terminal_view, view_offset
+from analyzer.scan.lines import added_before, needs_view, terminal_view, view_offset
 from analyzer.scan.portable import PyMatcher
 
 _hs: Any
@@ -504,7 +504,7 @@ class Scanner:
         buf, cut_starts = _bound_long_lines(chunk)
         breaks: list[int] = []
         if needs_view(buf):  # colour codes, progress-bar redraws: match what a terminal shows
-            hinted = self._hinted() if b"\r" not in buf and not has_codes(buf) else None
+            hinted = self._hinted() if b"\r" not in buf and b"\x1b" not in buf else None
             if hinted is not None:  # only progress bars: the view differs only where text is glued after one
                 found: dict[int, set[int]] = {}
                 if not self._hs_candidates(buf, found, *hinted):
