@@ -107,6 +107,17 @@ def test_a_dying_line_no_signature_names_is_unknown_not_none(tmp_path: Path, lin
     assert "rank0.log:2" in report.verdict.explanation
 
 
+def test_an_xid_harmless_alone_is_no_failure_one_of_a_fault_is(tmp_path: Path) -> None:
+    corrected = "[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 92, pid=1234, High single-bit ECC error rate\n"
+    log = "[rank0] epoch 0 step 10 loss 2.0975\n"
+    assert analyze(write_run(tmp_path / "sbe", {"rank0.log": log, "dmesg.log": corrected})).verdict.category.value == "none"
+    dbe = corrected.replace(
+        "92, pid=1234, High single-bit ECC error rate", "48, pid=1234, An uncorrectable double bit error (DBE) has been detected"
+    )
+    report = analyze(write_run(tmp_path / "dbe", {"rank0.log": log, "dmesg.log": dbe}))
+    assert report.verdict.category.value == "hardware_xid"
+
+
 def test_a_process_the_kernel_killed_for_a_fault_is_a_failure(tmp_path: Path) -> None:
     dmesg = (
         "[ 4567.123456] python[12345]: segfault at 0 ip 00007f1234567890 sp 00007ffd12345678 error 4"

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from analyzer.events.placement import EXCEPTION_NAME, TF1_SUFFIX
 from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
+from analyzer.signatures.xid import classify_xid
 
 # kinds of event that are a failure by themselves
 _FAILURE_KINDS = frozenset(
@@ -65,6 +66,9 @@ def is_failure_event(e: Event, named: bool = False) -> bool:
     """An event that says by itself that something failed (whatever the cause). `named`: some
     signature made a finding of this line (else a line only a signature's prefilter caught is
     read like any other line that no signature names)."""
+    if e.kind is EventKind.XID and isinstance(e.fields.get("xid"), int):
+        # an Xid the table calls harmless alone (corrected errors, a firmware watchdog) is context
+        return not classify_xid(int(e.fields["xid"])).context_only
     if e.kind in _FAILURE_KINDS:
         return True
     if e.kind is EventKind.LAUNCHER_EXIT:
