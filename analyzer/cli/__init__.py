@@ -236,6 +236,22 @@ def signatures_coverage(fmt: str, brief: bool, root: Path | None) -> None:
     sys.exit(1 if problems else 0)
 
 
+@signatures.command("verdicts")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--summary", "brief", is_flag=True, help="Counts only, without the lines that fare badly.")
+@click.option("--dir", "root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Another signature dir.")
+def signatures_verdicts(fmt: str, brief: bool, root: Path | None) -> None:
+    """The verdict each emitter catalog line gets when a run dir holds nothing else."""
+    from analyzer.corpus.verdicts import as_json, as_text, measure
+
+    results, problems = measure(root)
+    if fmt == "json":
+        click.echo(json.dumps(as_json(results, problems), indent=2, sort_keys=True))
+    else:
+        click.echo(as_text(results, problems, verbose=not brief))
+    sys.exit(1 if problems else 0)
+
+
 @main.command("eval")
 @click.argument("corpus_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
