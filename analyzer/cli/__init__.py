@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -220,36 +222,42 @@ def signatures_check(root: Path | None) -> None:
     sys.exit(1 if problems else 0)
 
 
+def _catalog_options(f: Callable[..., None]) -> Callable[..., None]:
+    """The options `signatures coverage` and `signatures verdicts` share."""
+    f = click.option(
+        "--dir", "root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Another signature dir."
+    )(f)
+    f = click.option("--summary", "brief", is_flag=True, help="Counts only, without the list of messages.")(f)
+    return click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")(f)
+
+
+def _catalog_report(module: Any, fmt: str, brief: bool, root: Path | None) -> None:
+    """Measure the emitter catalogs with `module` (its measure, as_json, as_text) and print it;
+    exit 1 when a catalog has problems."""
+    results, problems = module.measure(root)
+    if fmt == "json":
+        click.echo(json.dumps(module.as_json(results, problems), indent=2, sort_keys=True))
+    else:
+        click.echo(module.as_text(results, problems, verbose=not brief))
+    sys.exit(1 if problems else 0)
+
+
 @signatures.command("coverage")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--summary", "brief", is_flag=True, help="Counts only, without the list of messages.")
-@click.option("--dir", "root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Another signature dir.")
+@_catalog_options
 def signatures_coverage(fmt: str, brief: bool, root: Path | None) -> None:
     """Per emitter and category, which messages the emitters print the signatures recognise."""
-    from analyzer.signatures.coverage import as_json, as_text, measure
+    from analyzer.signatures import coverage
 
-    results, problems = measure(root)
-    if fmt == "json":
-        click.echo(json.dumps(as_json(results, problems), indent=2, sort_keys=True))
-    else:
-        click.echo(as_text(results, problems, verbose=not brief))
-    sys.exit(1 if problems else 0)
+    _catalog_report(coverage, fmt, brief, root)
 
 
 @signatures.command("verdicts")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--summary", "brief", is_flag=True, help="Counts only, without the lines that fare badly.")
-@click.option("--dir", "root", type=click.Path(path_type=Path, file_okay=False, exists=True), help="Another signature dir.")
+@_catalog_options
 def signatures_verdicts(fmt: str, brief: bool, root: Path | None) -> None:
     """The verdict each emitter catalog line gets when a run dir holds nothing else."""
-    from analyzer.corpus.verdicts import as_json, as_text, measure
+    from analyzer.corpus import verdicts
 
-    results, problems = measure(root)
-    if fmt == "json":
-        click.echo(json.dumps(as_json(results, problems), indent=2, sort_keys=True))
-    else:
-        click.echo(as_text(results, problems, verbose=not brief))
-    sys.exit(1 if problems else 0)
+    _catalog_report(verdicts, fmt, brief, root)
 
 
 @main.command("eval")

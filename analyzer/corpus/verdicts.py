@@ -26,7 +26,7 @@ from typing import Any
 from analyzer.classify.model import shipped_model
 from analyzer.paths import signatures_dir
 from analyzer.pipeline import Options, analyze
-from analyzer.signatures.coverage import Message, catalog_files, load_catalog
+from analyzer.signatures.coverage import Message, catalog_files, load_catalog, message_fields
 from analyzer.signatures.loader import Problem, load_all, load_taxonomy
 
 GOOD = frozenset({"benign", "recognised", "named", "alone"})
@@ -83,19 +83,7 @@ def as_json(results: list[LineVerdict], problems: list[Problem]) -> dict[str, An
         "lines": len(results),
         "counts": {s: counts[s] for s in STATUSES},
         "problems": [str(p) for p in problems],
-        "results": [
-            {
-                "emitter": r.message.emitter,
-                "id": r.message.id,
-                "category": r.message.category,
-                "role": r.message.role,
-                "line": r.line,
-                "verdict": r.verdict,
-                "status": r.status,
-                "catalog": r.message.where,
-            }
-            for r in results
-        ],
+        "results": [{**message_fields(r.message), "line": r.line, "verdict": r.verdict, "status": r.status} for r in results],
     }
 
 

@@ -201,24 +201,25 @@ def summary(results: list[Result]) -> dict[str, Any]:
     }
 
 
+def message_fields(m: Message) -> dict[str, Any]:
+    """A catalog message as the JSON of `signatures coverage` and `signatures verdicts` shows it."""
+    return {
+        "emitter": m.emitter,
+        "id": m.id,
+        "category": m.category,
+        "role": m.role,
+        "file": m.file,
+        "versions": list(m.versions),
+        "catalog": m.where,
+    }
+
+
 def as_json(results: list[Result], problems: list[Problem]) -> dict[str, Any]:
     return {
         **summary(results),
         "problems": [str(p) for p in problems],
         "results": [
-            {
-                "emitter": r.message.emitter,
-                "id": r.message.id,
-                "category": r.message.category,
-                "role": r.message.role,
-                "status": r.status,
-                "signatures": r.signatures,
-                "note": r.note,
-                "file": r.message.file,
-                "versions": list(r.message.versions),
-                "catalog": r.message.where,
-            }
-            for r in results
+            {**message_fields(r.message), "status": r.status, "signatures": r.signatures, "note": r.note} for r in results
         ],
     }
 
