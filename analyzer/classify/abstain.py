@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from analyzer.correlate.versions import version_key
 from analyzer.events.placement import EXCEPTION_NAME, TF1_SUFFIX
 from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
 from analyzer.signatures.xid import classify_xid
@@ -152,7 +153,7 @@ def mark_init_incomplete(events: list[Event]) -> list[Event]:
     for e in events:
         if e.kind is EventKind.NCCL and e.fields.get("init") == "COMPLETE":
             complete.add(e.loc.file)
-        elif e.kind is EventKind.VERSION and _at_least(e.fields.get("nccl_version"), _INIT_COMPLETE_SINCE):
+        elif e.kind is EventKind.VERSION and version_key(str(e.fields.get("nccl_version") or "")) >= _INIT_COMPLETE_SINCE:
             banner.add(e.loc.file)
     stalled = banner - complete
     if not stalled:
@@ -163,11 +164,6 @@ def mark_init_incomplete(events: list[Event]) -> list[Event]:
         else e
         for e in events
     ]
-
-
-def _at_least(version: object, since: tuple[int, int]) -> bool:
-    parts = re.match(r"(\d+)\.(\d+)", str(version)) if version else None
-    return parts is not None and (int(parts[1]), int(parts[2])) >= since
 
 
 def error_chains(events: list[Event]) -> list[list[Event]]:

@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import click
 
@@ -231,7 +231,7 @@ def _catalog_options(f: Callable[..., None]) -> Callable[..., None]:
     return click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")(f)
 
 
-def _catalog_report(module: Any, fmt: str, brief: bool, root: Path | None) -> None:
+def _catalog_report(module: ModuleType, fmt: str, brief: bool, root: Path | None) -> None:
     """Measure the emitter catalogs with `module` (its measure, as_json, as_text) and print it;
     exit 1 when a catalog has problems."""
     results, problems = module.measure(root)

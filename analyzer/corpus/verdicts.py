@@ -26,8 +26,8 @@ from typing import Any
 from analyzer.classify.model import shipped_model
 from analyzer.paths import signatures_dir
 from analyzer.pipeline import Options, analyze
-from analyzer.signatures.coverage import Message, catalog_files, load_catalog, message_fields
-from analyzer.signatures.loader import Problem, load_all, load_taxonomy
+from analyzer.signatures.coverage import Message, load_messages, message_fields
+from analyzer.signatures.loader import Problem
 
 GOOD = frozenset({"benign", "recognised", "named", "alone"})
 STATUSES = ("named", "alone", "benign", "recognised", "claimed", "abstained", "other", "missed", "invented")
@@ -56,12 +56,7 @@ def status(message: Message, verdict: str) -> str:
 def measure(root: Path | None = None) -> tuple[list[LineVerdict], list[Problem]]:
     """Every line of every catalog under `root` (the shipped database by default), analysed alone
     with that database and the shipped model."""
-    base = root or signatures_dir()
-    sigs, problems = load_all(base, validate=False)
-    categories = set(load_taxonomy(base))
-    messages: list[Message] = []
-    for path in catalog_files(base):
-        messages.extend(load_catalog(path, path.relative_to(base.parent).as_posix(), categories, problems))
+    sigs, messages, problems = load_messages(root or signatures_dir())
     model = shipped_model()
     opts = Options(workers=1)
     out: list[LineVerdict] = []

@@ -83,21 +83,22 @@ def version_skew_events(events: list[Event]) -> list[Event]:
 _GAP_CRASH_CODES = (-11, -6, -7, 139, 134)  # SIGSEGV, SIGABRT, SIGBUS as a child's exit status
 
 
-def _version_key(text: str) -> tuple[int, ...]:
+def version_key(text: str) -> tuple[int, ...]:
+    """`2.18.3+cuda12.1` -> (2, 18, 3, 12): the first four numbers, to compare versions by."""
     return tuple(int(x) for x in re.findall(r"\d+", text)[:4])
 
 
 @cache
 def _minimum_driver() -> list[tuple[tuple[int, ...], str]]:
     data = read_yaml(signatures_dir() / "cuda_driver.yaml")
-    table = [(_version_key(str(driver)), str(cuda)) for cuda, driver in data["minimum_driver"].items()]
+    table = [(version_key(str(driver)), str(cuda)) for cuda, driver in data["minimum_driver"].items()]
     return sorted(table, reverse=True)
 
 
 def cuda_of_driver(driver: str) -> str | None:
     """The newest CUDA version a driver version (`530.30.02`) supports, from the table in
     signatures/cuda_driver.yaml."""
-    key = _version_key(driver)
+    key = version_key(driver)
     return next((cuda for minimum, cuda in _minimum_driver() if key >= minimum), None)
 
 
@@ -134,10 +135,10 @@ def cuda_gap_events(events: list[Event]) -> list[Event]:
     crashed = bool(crashes)
     # an environment report names no rank: the versions are those the first crashed rank ran under
     crash = next((e for e in crashes if e.rank is not None), crashes[0] if crashes else None)
-    torch_at = max(torch_lines, key=lambda e: _version_key(e.fields["torch_cuda"]))
-    driver_at = min(driver_lines, key=lambda e: _version_key(_driver_cuda(e) or ""))
+    torch_at = max(torch_lines, key=lambda e: version_key(e.fields["torch_cuda"]))
+    driver_at = min(driver_lines, key=lambda e: version_key(_driver_cuda(e) or ""))
     built, supported = torch_at.fields["torch_cuda"], _driver_cuda(driver_at) or ""
-    if _version_key(built) <= _version_key(supported):
+    if version_key(built) <= version_key(supported):
         return []
     torch_name = torch_at.fields.get("torch_build") or "torch"
     driver_name = driver_at.fields.get("driver_release")

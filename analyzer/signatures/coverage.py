@@ -142,9 +142,9 @@ def _status(msg: Message, per_line: list[list[Finding]]) -> tuple[str, str]:
     return "covered", ""
 
 
-def measure(root: Path | None = None) -> tuple[list[Result], list[Problem]]:
-    """Every catalog message under `root` (the shipped database by default) with its status."""
-    base = root or signatures_dir()
+def load_messages(base: Path) -> tuple[list[Signature], list[Message], list[Problem]]:
+    """The signatures under `base` and every message of its emitter catalogs, with the problems
+    found reading them."""
     sigs, problems = load_all(base, validate=False)
     from analyzer.signatures.loader import load_taxonomy
 
@@ -153,6 +153,13 @@ def measure(root: Path | None = None) -> tuple[list[Result], list[Problem]]:
     for path in catalog_files(base):
         rel = path.relative_to(base.parent).as_posix()
         messages.extend(load_catalog(path, rel, categories, problems))
+    return sigs, messages, problems
+
+
+def measure(root: Path | None = None) -> tuple[list[Result], list[Problem]]:
+    """Every catalog message under `root` (the shipped database by default) with its status."""
+    base = root or signatures_dir()
+    sigs, messages, problems = load_messages(base)
     xid_table = base / "xid.yaml" if (base / "xid.yaml").is_file() else None
     return [evaluate(m, sigs, xid_table) for m in messages], problems
 
