@@ -15,6 +15,7 @@ from analyzer.classify.abstain import (
     candidates,
     demote_caught,
     failed,
+    failure_evidence,
     finished,
     last_words,
     mark_error_chains,
@@ -87,6 +88,9 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     findings = last_words(demote_caught(findings), {s.id for s in sigs if s.last_words}, ingested.sources)
     standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
+    supporting = {s.id for s in sigs if s.supports}
+    # what failed, to order against memory-pressure context (read only where such a line was found)
+    evidence = failure_evidence(job.events, findings) if any(f.signature in supporting for f in findings) else None
     several = several_jobs(ingested.sources, job.events)
     warnings = ingested.warnings + rank_notes + job.notes + ([several] if several else [])
     return Analysis(
@@ -100,7 +104,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         job.single_process,
         failed(job.events, findings, ingested.sources),
         finished(job.events),
-        frozenset(candidates(findings, standalone)),
+        frozenset(candidates(findings, standalone, supporting, evidence)),
     )
 
 

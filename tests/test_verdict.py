@@ -268,6 +268,35 @@ def test_a_log_that_ends_while_nccl_makes_its_communicator_is_a_stall_of_unknown
     assert old.verdict.category.value == "none"
 
 
+PRESSURE = (
+    "2021-11-05 09:30:48.424570: W tensorflow/core/common_runtime/bfc_allocator.cc:271] Allocator (GPU_0_bfc) ran out"
+    " of memory trying to allocate 2.55GiB with freed_by_count=0. The caller indicates that this is not a failure, but"
+    " may mean that there could be performance gains if more memory were available.\n"
+)
+CRASH = "2021-11-05 09:30:49.100000: E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_INTERNAL_ERROR\n"
+
+
+def test_memory_pressure_before_a_crash_nothing_explains_is_a_lead_not_a_failure(tmp_path: Path) -> None:
+    # the allocator retried and the job went on: no failure
+    went_on = analyze(write_run(tmp_path / "went-on", {"rank0.log": PRESSURE + "Epoch 1/10\nEpoch 2/10\n"}))
+    assert went_on.verdict.category.value == "none"
+    # then a crash that no signature explains: memory exhaustion, at low confidence, and the first
+    # failure is the crash's own line, not the warning
+    led = analyze(write_run(tmp_path / "led", {"rank0.log": PRESSURE + "Epoch 1/10\n" + CRASH}))
+    assert led.verdict.category.value == "oom_cascade"
+    assert led.verdict.confidence <= 0.4
+    assert led.verdict.first_failure.line == 3
+    assert any(e.signature == "oom_cascade.allocator_pressure" and e.role.value == "context" for e in led.evidence)
+    assert led.verdict.remediation
+    # the same crash alone, or with the warning only after it (a consequence), names no cause
+    alone = analyze(write_run(tmp_path / "alone", {"rank0.log": "Epoch 1/10\n" + CRASH}))
+    assert alone.verdict.category.value == "unknown"
+    after = analyze(
+        write_run(tmp_path / "after", {"rank0.log": "Epoch 1/10\n" + CRASH + PRESSURE.replace("09:30:48", "09:30:50")})
+    )
+    assert after.verdict.category.value == "unknown"
+
+
 @pytest.mark.parametrize(
     ("before", "exception", "after", "category"),
     [

@@ -9,7 +9,9 @@ merely contain the word "error") is not.
 
 Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
 choose among the categories that some finding supports (its `candidates`); with none of those,
-the verdict is `unknown`.
+the verdict is `unknown`. A context line of a `supports` signature (memory pressure the program
+survived) is never failure evidence, but it makes its category a candidate for a failure that
+came after it.
 """
 
 from __future__ import annotations
@@ -189,17 +191,43 @@ def _shows_failure(f: Finding) -> bool:
     return not (f.role is Role.SYMPTOM and f.event.fields.get("nccl_level") == "INFO")
 
 
-def candidates(findings: list[Finding], standalone_ids: set[str] | frozenset[str] = frozenset()) -> set[Category]:
+def candidates(
+    findings: list[Finding],
+    standalone_ids: set[str] | frozenset[str] = frozenset(),
+    supporting_ids: set[str] | frozenset[str] = frozenset(),
+    evidence: list[Event] | None = None,
+) -> set[Category]:
     """The categories that evidence supports: those of root-cause findings and of symptoms that
     may stand alone (a collective timeout). A symptom that only follows a failure (the
-    launcher's teardown SIGTERM, a child-failed banner) supports no category."""
-    return {
+    launcher's teardown SIGTERM, a child-failed banner) supports no category. A context line of
+    a `supports` signature (`supporting_ids`: memory pressure the program survived) supports its
+    category when a failure (`evidence`, abstain.failure_evidence) came after it in time or in
+    the same file: the pressure may be why the job died, though nothing says so."""
+    out: set[Category] = {
         f.category
         for f in findings
         if _shows_failure(f)
         and (f.role is Role.ROOT_CAUSE or f.signature in standalone_ids)
         and f.category not in (Category.UNKNOWN, Category.NONE)
     }
+    if supporting_ids and evidence:
+        out |= {
+            f.category
+            for f in findings
+            if f.signature in supporting_ids and any(_after(e, f.event) for e in evidence if e is not f.event)
+        }
+    return out
+
+
+def _after(e: Event, before: Event) -> bool:
+    """`e` may have come after `before`: later in time where both are dated, else later in the
+    same file; from another file with no dates to order them, the failure (which ended the
+    job) is taken to be the later."""
+    if e.time is not None and before.time is not None:
+        return e.time >= before.time
+    if e.loc.file == before.loc.file:
+        return (e.loc.line or 0) > (before.loc.line or 0)
+    return True
 
 
 def logged_before(previous_line: str) -> bool:

@@ -25,6 +25,8 @@ from analyzer.model import Category, Finding, Role
 
 RULES_DECIDE_AT = 0.42
 UNKNOWN_BELOW = 0.3
+# the most a verdict may claim when only a `supports` context line (abstain.candidates) backs it
+CONTEXT_ONLY_CAP = 0.4
 # `none` is the abstention's call, not the model's, so it has no calibration table: these are its
 # measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
 # a failed job whose logs kept no failure line is what makes it wrong, 16 of 52 `none` verdicts
@@ -87,6 +89,14 @@ def combine(
     )
     root = own[0] if own else None
     subcategory = root.subcategory if root else None
+    lead = next((f for f in sorted(findings, key=finding_key) if f.category is category), None)
+    if root is None and lead is not None:
+        # only a context line before the failure supports the category (memory pressure the
+        # program survived, then a crash nothing explains): a lead, named at low confidence; the
+        # first failure stays the failure's own line
+        confidence = min(confidence, CONTEXT_ONLY_CAP)
+        subcategory = lead.subcategory
+        notes.append(f"only a line before the failure supports {category}: {lead.summary}")
     alternatives = [_alt(c, p) for c, p in ranked[1:4]]
     decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes, decided_by="model")
     return _unknown_if_low(decided, notes)

@@ -97,6 +97,8 @@ def build_report(
                 title = "Root cause unknown"
             else:  # the classifier's call from the whole picture, with no line that names the cause
                 title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)} (no signature names the cause)"
+                # what to do comes from the lines of that category that led there (context)
+                remediation = _remediation([f for f in findings if f.category is decision.category])
         explanation = "; ".join(decision.notes) or "no signature explains this failure"
         if shown and shown[0].loc.line:
             explanation += f"; the first line that shows the failure: {shown[0].loc.file}:{shown[0].loc.line}"

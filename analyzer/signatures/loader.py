@@ -95,6 +95,12 @@ class Signature:
         return bool(self.extra.get("standalone"))
 
     @property
+    def supports(self) -> bool:
+        """A context line that makes its category a candidate cause of a failure found elsewhere
+        (memory pressure before a crash that no line explains): never failure evidence itself."""
+        return bool(self.extra.get("supports"))
+
+    @property
     def last_words(self) -> bool:
         """A waiting or retrying message that counts only among the last lines of its file."""
         return bool(self.extra.get("last_words"))

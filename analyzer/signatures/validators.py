@@ -127,6 +127,8 @@ def validate_taxonomy(doc: Doc, ctx: Context) -> Iterator[Problem]:
     sub = doc.data.get("subcategory")
     if sub is not None and str(sub) not in ctx.taxonomy[str(cat)]:
         yield _p(doc, TAXONOMY, f"subcategory {sub!r} is not listed under {cat!r} in taxonomy.yaml", "subcategory")
+    if doc.data.get("supports") and (doc.data.get("role") != "context" or str(cat) in ("none", "unknown")):
+        yield _p(doc, TAXONOMY, "`supports` is for a context line of a cause category (role: context)", "supports")
 
 
 def validate_detection(doc: Doc, ctx: Context) -> Iterator[Problem]:
