@@ -88,9 +88,8 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     findings = last_words(demote_caught(findings), {s.id for s in sigs if s.last_words}, ingested.sources)
     standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
-    supporting = {s.id for s in sigs if s.supports}
-    # what failed, to order against memory-pressure context (read only where such a line was found)
-    evidence = failure_evidence(job.events, findings) if any(f.signature in supporting for f in findings) else None
+    # what failed: whether the job failed at all, and what memory-pressure context is ordered against
+    evidence = failure_evidence(job.events, findings)
     several = several_jobs(ingested.sources, job.events)
     warnings = ingested.warnings + rank_notes + job.notes + ([several] if several else [])
     return Analysis(
@@ -102,9 +101,9 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         warnings,
         sigs,
         job.single_process,
-        failed(job.events, findings, ingested.sources),
+        failed(evidence, ingested.sources),
         finished(job.events),
-        frozenset(candidates(findings, standalone, supporting, evidence)),
+        frozenset(candidates(findings, standalone, {s.id for s in sigs if s.supports}, evidence)),
     )
 
 

@@ -274,8 +274,9 @@ def demote_caught(findings: list[Finding]) -> list[Finding]:
     return [replace(f, role=Role.CONTEXT) if f.event.fields.get("caught") else f for f in findings]
 
 
-def failed(events: list[Event], findings: list[Finding], sources: list[SourceInfo]) -> bool:
-    """Some event or finding shows a failure; with no log read at all there is nothing to say
-    "no failure" about, so that counts as failed too (the verdict then stays unknown)."""
+def failed(evidence: list[Event], sources: list[SourceInfo]) -> bool:
+    """Some event or finding shows a failure (`evidence`: failure_evidence); with no log read at
+    all there is nothing to say "no failure" about, so that counts as failed too (the verdict then
+    stays unknown)."""
     read_any = any(s.status is SourceStatus.PARSED and s.kind is not SourceKind.OTHER and s.lines != 0 for s in sources)
-    return bool(failure_evidence(events, findings)) or not read_any
+    return bool(evidence) or not read_any

@@ -89,8 +89,8 @@ def combine(
     )
     root = own[0] if own else None
     subcategory = root.subcategory if root else None
-    lead = next((f for f in sorted(findings, key=finding_key) if f.category is category), None)
-    if root is None and lead is not None:
+    lead = None if root else next((f for f in sorted(findings, key=finding_key) if f.category is category), None)
+    if lead is not None:
         # only a context line before the failure supports the category (memory pressure the
         # program survived, then a crash nothing explains): a lead, named at low confidence; the
         # first failure stays the failure's own line
