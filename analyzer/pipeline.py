@@ -20,9 +20,11 @@ from analyzer.classify.abstain import (
     last_words,
     mark_error_chains,
     mark_init_incomplete,
+    mark_last_error_records,
     mark_logged,
 )
 from analyzer.classify.combine import combine
+from analyzer.classify.cues import CueLead, cue_lead
 from analyzer.classify.features import case_features
 from analyzer.classify.model import Model, shipped_model
 from analyzer.classify.rules import Decision, core_context, decide
@@ -34,6 +36,7 @@ from analyzer.events.normalize import normalize
 from analyzer.model import Category, Event, Finding, Report, SourceInfo
 from analyzer.redact import redact, redact_text, redact_together
 from analyzer.report.build import build_report, fingerprint, first_rank, normalize_text
+from analyzer.signatures.cues import scan_patterns as cue_patterns
 from analyzer.signatures.loader import Signature, database, line_patterns
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
@@ -67,6 +70,7 @@ class Analysis:
     failed: bool = True  # some event or finding shows a failure (classify/abstain.py)
     finished: bool = False  # a launcher said the job finished well
     supported: frozenset[Category] = frozenset()  # the categories evidence supports
+    lead: CueLead | None = None  # the cause the words of the failure lines no finding names point to
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
         return case_features(
@@ -80,7 +84,11 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     sigs = list(signatures if signatures is not None else database())
     sources = discover(run_dir, follow_symlinks=opts.follow_symlinks)
     ingested = ingest(
-        sources, build_scanner(line_patterns(sigs)), core_timeout=opts.core_timeout, limits=opts.limits, workers=opts.workers
+        sources,
+        build_scanner(line_patterns(sigs), cue_patterns()),
+        core_timeout=opts.core_timeout,
+        limits=opts.limits,
+        workers=opts.workers,
     )
     normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources})
     job = correlate(mark_init_incomplete(mark_error_chains(mark_logged(normalized))))
@@ -89,13 +97,14 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
     standalone = {s.id for s in sigs if s.standalone}
     rule = decide(findings, standalone, core_context(findings), set(job.launcher_roots))
     # what failed: whether the job failed at all, and what memory-pressure context is ordered against
-    evidence = failure_evidence(job.events, findings)
+    events = mark_last_error_records(job.events, findings, ingested.sources)
+    evidence = failure_evidence(events, findings)
     several = several_jobs(ingested.sources, job.events)
     warnings = ingested.warnings + rank_notes + job.notes + ([several] if several else [])
     return Analysis(
         run_dir,
         ingested.sources,
-        job.events,
+        events,
         findings,
         rule,
         warnings,
@@ -104,6 +113,7 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         failed(evidence, ingested.sources),
         finished(job.events),
         frozenset(candidates(findings, standalone, {s.id for s in sigs if s.supports}, evidence)),
+        cue_lead(evidence, findings),
     )
 
 
@@ -121,7 +131,7 @@ def analyze(
     chosen = shipped_model() if model is _SHIPPED else model
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
-    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported))
+    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported), a.lead)
     if opts.redact:  # the redaction stage: before anything is cut or rendered
         a, decision = redact_stage(a, decision)
     report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)

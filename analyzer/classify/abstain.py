@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from analyzer.classify.cues import carries_on, reports_failure
 from analyzer.correlate.versions import version_key
 from analyzer.events.placement import EXCEPTION_NAME, TF1_SUFFIX
 from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
@@ -79,6 +80,8 @@ def is_failure_event(e: Event, named: bool = False) -> bool:
         return not (isinstance(code, int) and code == 0)
     if e.kind is EventKind.TRACEBACK:
         return not e.fields.get("caught")
+    if e.kind is EventKind.UNPARSED and e.fields.get("cut_traceback"):
+        return True  # the log ends inside a traceback: an exception was on its way out
     if e.kind is EventKind.KERNEL and e.fields.get("signal") in _FATAL_SIGNALS:
         # the kernel's report of a process it killed for a fault (`python[123]: segfault at ...`,
         # `traps: python[123] trap invalid opcode ...`): printed only for a signal nothing handled
@@ -87,10 +90,15 @@ def is_failure_event(e: Event, named: bool = False) -> bool:
         return True  # NCCL returned an error code to its caller (`NCCL error in: ...`)
     if e.kind is EventKind.NCCL and e.fields.get("error_code") and not {"nccl_level", "result"} & e.fields.keys():
         return True  # the caller's line naming the code it got (`ncclSystemError: System call ...`)
+    if e.kind is EventKind.LINE and e.fields.get("last_error_record"):
+        return True  # an error record that ends its log (mark_last_error_records)
     if e.kind is EventKind.LINE and (e.fields.get("generic") or not (named or e.fields.get("bookkeeping"))):
         # a line no signature names that still says a failure happened: the verdict is at least
-        # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count)
-        return bool(_SAYS_FAILURE.search(e.message))
+        # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count), or
+        # whose words report one by themselves ("No space left on device": classify/cues.py)
+        return bool(_SAYS_FAILURE.search(e.message)) or reports_failure(e.message, e.text)
+    if e.kind is EventKind.NCCL and e.fields.get("nccl_level") == "WARN" and not named:
+        return reports_failure(e.message, e.text)  # NCCL's error level, in words that report a failure
     return False
 
 
@@ -266,6 +274,39 @@ def last_words(findings: list[Finding], ids: set[str], sources: list[SourceInfo]
             if total is None or (f.event.loc.line or 0) <= total - LAST_WORDS:
                 continue
         out.append(f)
+    return out
+
+
+# a logging record at an error level (Python logging's ERROR/CRITICAL/FATAL, wherever its
+# formatter puts the level; glog's E/F prefix) whose message says something failed
+_ERROR_RECORD = re.compile(r"(?:^|[\s\[|:(-])(?:ERROR|CRITICAL|FATAL)(?=[\s\]|:)-]|$)|^\[?[EF]\d{4} ")
+_FAILED_WORDS = re.compile(
+    r"\b(?:[Ff]ail(?:ed|ure|s)?|[Ee]rrors?|[Ee]xception|[Aa]bort(?:ed|ing)?|[Cc]rash(?:ed)?|[Cc]annot|[Cc]an.t|[Uu]nable"
+    r"|[Rr]efused|[Dd]ied|[Dd]ead|[Kk]illed|[Tt]imed out|[Ii]nvalid|not found)\b"
+)
+
+
+def mark_last_error_records(events: list[Event], findings: list[Finding], sources: list[SourceInfo]) -> list[Event]:
+    """The events, each error-level record that no signature names, that says something failed
+    and that is among the last LAST_WORDS lines of its file marked (`last_error_record: true`):
+    where a log's last words are such a record, that is where the job failed (one that the log
+    goes on after is a failure the program survived)."""
+    ends = {s.file: s.lines for s in sources if s.lines}
+    named = {(f.event.loc.file, f.event.loc.line) for f in findings}
+    out = []
+    for e in events:
+        total = ends.get(e.loc.file)
+        if (
+            e.kind is EventKind.LINE
+            and total is not None
+            and (e.loc.line or 0) > total - LAST_WORDS
+            and (e.loc.file, e.loc.line) not in named
+            and _ERROR_RECORD.search(e.text)
+            and _FAILED_WORDS.search(e.message)
+            and not carries_on(e.message)
+        ):
+            e = replace(e, fields={**e.fields, "last_error_record": True})
+        out.append(e)
     return out
 
 

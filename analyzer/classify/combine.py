@@ -9,7 +9,9 @@ UNKNOWN_BELOW the verdict is `unknown`, with the best guess kept as the first al
 
 The model chooses only among the categories that some finding supports (`abstain.candidates`):
 with no failure evidence at all the verdict is `none`; with a failure that no finding explains
-it is `unknown`, and the model's guesses are only its alternatives.
+it is `unknown`, and the model's guesses are only its alternatives, unless the failing lines
+name a cause in words (a cue, classify/cues.py): that cause is the verdict then, at no more than
+CUE_CAP, with the line as its root-cause row.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections import Counter
 from dataclasses import replace
 
 from analyzer.classify.abstain import candidates
+from analyzer.classify.cues import CueLead
 from analyzer.classify.model import Model
 from analyzer.classify.rules import Decision
 from analyzer.correlate.order import finding_key
@@ -27,6 +30,8 @@ RULES_DECIDE_AT = 0.42
 UNKNOWN_BELOW = 0.3
 # the most a verdict may claim when only a `supports` context line (abstain.candidates) backs it
 CONTEXT_ONLY_CAP = 0.4
+# the most a verdict may claim when only a cue (the words of a failure line no signature names) backs it
+CUE_CAP = 0.6
 # `none` is the abstention's call, not the model's, so it has no calibration table: these are its
 # measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
 # a failed job whose logs kept no failure line is what makes it wrong, 16 of 52 `none` verdicts
@@ -52,18 +57,22 @@ def combine(
     failed: bool = True,
     finished: bool = False,
     supported: set[Category] | None = None,
+    cue: CueLead | None = None,
 ) -> Decision:
     """The final decision. `failed`: the run dir holds failure evidence (abstain.failure_evidence);
     `finished`: a launcher said the job finished well; `supported`: the categories evidence
-    supports (abstain.candidates), the only ones the model may choose."""
+    supports (abstain.candidates), the only ones the model may choose; `cue`: the cue of the
+    failure lines that no finding names (classify/cues.py), for when nothing else supports a cause."""
     if not failed:
         return no_failure(finished)
     notes = list(rule.notes)
+    allowed_values = {c.value for c in (supported if supported is not None else candidates(findings))}
+    if not allowed_values and cue is not None:
+        return _by_cue(cue, model, structured, tokens, notes)
     if model is None or (not findings and not tokens):
         return rule  # nothing to weigh: the model must not guess from its intercepts
     probs = model.predict_proba(structured, tokens)
     ranked = sorted(probs.items(), key=lambda kv: (-kv[1], kv[0]))
-    allowed_values = {c.value for c in (supported if supported is not None else candidates(findings))}
     rules_sure = rule.root is not None and rule.category is not Category.UNKNOWN and rule.confidence >= RULES_DECIDE_AT
     if rules_sure:
         category = rule.category
@@ -100,6 +109,19 @@ def combine(
     alternatives = [_alt(c, p) for c, p in ranked[1:4]]
     decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes, decided_by="model")
     return _unknown_if_low(decided, notes)
+
+
+def _by_cue(lead: CueLead, model: Model | None, structured: dict[str, float], tokens: Counter[str], notes: list[str]) -> Decision:
+    """No finding supports a cause, and the failure lines name one in words: that cause, capped."""
+    cat = lead.cue.category
+    notes.append(f"no signature names the cause; the failing line's words ({lead.words!r}, cue {lead.cue.id}) point to {cat}")
+    others: list[tuple[Category, str | None, float]] = []
+    if model is not None and tokens:
+        probs = model.predict_proba(structured, tokens)
+        others = [_alt(c, p) for c, p in sorted(probs.items(), key=lambda kv: (-kv[1], kv[0])) if c != cat.value][:3]
+    root = lead.finding()
+    confidence = round(min(CUE_CAP, lead.cue.weight * CUE_CAP), 2)
+    return Decision(cat, None, confidence, root, [root], others, notes, decided_by="cues")
 
 
 def _alt(category: str, probability: float) -> tuple[Category, str | None, float]:

@@ -9,6 +9,7 @@ from functools import cache
 
 from analyzer.events.placement import (
     CONTEXT_OWNER,
+    CUE_OWNER,
     EXCEPTION_LINE,
     IDENTITY_OWNER,
     IDENTITY_RE,
@@ -40,7 +41,9 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
     covered: dict[str, int] = {}  # parser -> last line of the last block it parsed
     for hit in hits:
         owners = sorted((o for o in hit.owners if o in order and hit.line_no > covered.get(o, 0)), key=order.__getitem__)
-        line_owner = bool({SIGNATURE_OWNER, CONTEXT_OWNER, OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER} & set(hit.owners))
+        line_owner = bool(
+            {SIGNATURE_OWNER, CONTEXT_OWNER, CUE_OWNER, OUTCOME_OWNER, IDENTITY_OWNER, VERSIONS_OWNER} & set(hit.owners)
+        )
         if not owners and not line_owner:
             continue  # inside a block its parser already read
         parsed_here: list[Event] = []

@@ -16,6 +16,7 @@ from analyzer.events.placement import (  # noqa: F401  (CONTEXT_PATTERN and the 
     CONTEXT_CAP,
     CONTEXT_OWNER,
     CONTEXT_PATTERN,
+    CUE_OWNER,
     IDENTITY_CAP,
     IDENTITY_OWNER,
     IDENTITY_PATTERN,
@@ -77,31 +78,34 @@ class Ingested:
     warnings: list[str] = field(default_factory=list)
 
 
-_SCANNERS: dict[tuple[tuple[str, bool], ...], Scanner] = {}
+_SCANNERS: dict[tuple[tuple[tuple[str, bool], ...], tuple[tuple[str, bool], ...]], Scanner] = {}
 
 
-def build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
+def build_scanner(line_patterns: Iterable[tuple[str, bool]], cue_patterns: Iterable[tuple[str, bool]] = ()) -> Scanner:
     """The scanner for the parsers' triggers plus these (regex, ignore_case) line patterns (the
-    signatures'), built once per process for the same patterns."""
-    key = tuple(line_patterns)
+    signatures') and cue patterns (words that report a failure by themselves, kept like the
+    failure-sounding context: at most CONTEXT_CAP lines a file), built once per process for the
+    same patterns."""
+    key = (tuple(line_patterns), tuple(cue_patterns))
     if key not in _SCANNERS:
         _SCANNERS.clear()
-        _SCANNERS[key] = _build_scanner(key)
+        _SCANNERS[key] = _build_scanner(*key)
     return _SCANNERS[key]
 
 
-def _build_scanner(line_patterns: Iterable[tuple[str, bool]]) -> Scanner:
+def _build_scanner(line_patterns: Iterable[tuple[str, bool]], cue_patterns: Iterable[tuple[str, bool]] = ()) -> Scanner:
     patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case) for stem, t in triggers()]
     seen: set[tuple[str, bool]] = set()
     for regex, icase in line_patterns:
         if (regex, icase) not in seen:
             seen.add((regex, icase))
             patterns.append(Pattern(regex, SIGNATURE_OWNER, 0, icase))
+    patterns.extend(Pattern(regex, CUE_OWNER, 0, icase) for regex, icase in dict.fromkeys(cue_patterns))
     patterns.append(Pattern(CONTEXT_PATTERN, CONTEXT_OWNER))
     patterns.append(Pattern(OUTCOME_PATTERN, OUTCOME_OWNER))
     patterns.append(Pattern(IDENTITY_PATTERN, IDENTITY_OWNER))
     patterns.append(Pattern(VERSIONS_PATTERN, VERSIONS_OWNER))
-    return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP, IDENTITY_OWNER: IDENTITY_CAP})
+    return Scanner(patterns, caps={CONTEXT_OWNER: CONTEXT_CAP, CUE_OWNER: CONTEXT_CAP, IDENTITY_OWNER: IDENTITY_CAP})
 
 
 def ingest_text_file(src: SourceFile, scanner: Scanner, out: Ingested, budget: _Budget | None = None) -> None:

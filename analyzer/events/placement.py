@@ -14,6 +14,8 @@ from analyzer.scan.scanner import Hit
 
 SIGNATURE_OWNER = "signatures"
 CONTEXT_OWNER = "context"
+# words that report a failure by themselves (signatures/cues.yaml), kept like the context lines
+CUE_OWNER = "cues"
 # TensorFlow 1.x prints a session's error as `InvalidArgumentError (see above for traceback): ...`
 TF1_SUFFIX = r"(?: \(see above for traceback\))?"
 # lines that sound like a failure although no signature names them: they feed the classifier's

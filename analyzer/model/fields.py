@@ -57,6 +57,8 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
     EventKind.LINE: frozenset(
         {
             "generic",
+            # an error record that ends its log (classify/abstain.py mark_last_error_records)
+            "last_error_record",
             # an exception's own line that no signature's pattern names, outside any parsed
             # traceback (`RuntimeError: ...`, its header not kept): its type and message (events/ingest.py)
             "exception_type",
@@ -81,7 +83,7 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             "fr_state",
         }
     ),
-    EventKind.UNPARSED: frozenset(),
+    EventKind.UNPARSED: frozenset({"cut_traceback"}),  # a traceback the log ends in, before its exception line
     EventKind.TRACEBACK: frozenset(
         {
             "chained",

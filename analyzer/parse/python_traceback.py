@@ -8,6 +8,7 @@ Frames come out innermost first, the order gdb and satyr use.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from lark import Token, Transformer
 from lark.exceptions import LarkError
@@ -234,11 +235,16 @@ def parse_region(region: Region) -> list[Event]:
     if first.message.strip() != _HEADER and not _FRAME.match(first.message):
         return []
     cut_lines, last, prefixes = cut(lines)
-    if not cut_lines:
-        return [unparsed(region, 0, "traceback header without frames")]
-    tb = parse_lines(cut_lines)
+    tb = parse_lines(cut_lines) if cut_lines else None
     if tb is None:
-        return [unparsed(region, 0, "traceback the grammar could not parse")]
+        if _ends_the_log(lines, last) and not any(_EXC.match(line.strip()) and not _FRAME.match(line) for line in cut_lines[1:]):
+            # the log ends inside the traceback, before its exception line: a process died while it
+            # printed it, or what was kept of the log stops there; either way an exception was on
+            # its way out, and its type is lost
+            ev = unparsed(region, 0, "traceback cut before its exception line: the log ends there")
+            return [replace(ev, fields={**ev.fields, "cut_traceback": True}, end_line=region.line_no(last))]
+        note = "traceback header without frames" if not cut_lines else "traceback the grammar could not parse"
+        return [unparsed(region, 0, note)]
     exc_line = region.line_no(last)
     # find the exception line itself (the last line of the innermost traceback)
     for i in range(last, -1, -1):
@@ -270,6 +276,12 @@ def parse_region(region: Region) -> list[Event]:
             end_line=region.line_no(last),
         )
     ]
+
+
+def _ends_the_log(lines: list[str], last: int) -> bool:
+    """Nothing but blank lines follows the traceback's last line, and the region is shorter than
+    its trigger's block (so the file ended there, not the block)."""
+    return len(lines) <= TRIGGERS[0].block and not any(line.strip() for line in lines[last + 1 :])
 
 
 def to_dict(tb: PyTraceback) -> dict[str, object]:

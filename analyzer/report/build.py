@@ -122,7 +122,9 @@ def build_report(
         signatures=tuple(sorted({f.signature for f in decision.root_findings})),
         fingerprint=fp,
     )
-    evidence = _evidence(findings, decision.root_findings, max_evidence, decision.root)
+    known = {id(f) for f in findings}
+    rows = [*findings, *(f for f in decision.root_findings if id(f) not in known)]  # a cue's finding is the decision's own
+    evidence = _evidence(rows, decision.root_findings, max_evidence, decision.root)
     report = Report(
         run_dir=str(run_dir),
         verdict=verdict,

@@ -10,6 +10,7 @@ from analyzer.events.ingest import build_scanner, events_from_text
 from analyzer.model import Event, EventKind, Location
 from analyzer.paths import signatures_dir
 from analyzer.signatures import validators as v
+from analyzer.signatures.cues import validate_cue_table
 from analyzer.signatures.loader import Problem, Signature, line_patterns, load_file, load_taxonomy, signature_files
 from analyzer.signatures.matcher import match_event
 from analyzer.signatures.taxonomy import problems as taxonomy_problems
@@ -69,6 +70,7 @@ def check_all(root: Path | None = None) -> tuple[list[Problem], int]:
     xid = base / "xid.yaml"
     if xid.is_file():
         problems.extend(v.validate_xid_table(xid, xid.relative_to(base.parent).as_posix(), taxonomy))
+    problems.extend(validate_cue_table(base))
     order = {p: i for i, p in enumerate(problems)}
     problems.sort(key=lambda p: (p.file, p.line or 0, order[p]))
     return problems, len(files)

@@ -1,0 +1,108 @@
+"""A cause named in words, for a failure that no signature names (the cue table, signatures/cues.yaml).
+
+The signatures know what the emitters they were read from print; a failure in another program's
+wording would leave the verdict `unknown`. Cues are the vocabulary of the causes ("No space left
+on device", "shared memory", "peer access", "undefined symbol"), which every emitter shares. They
+are read only where evidence shows a failure that no finding names:
+
+* `reports_failure(message)`: a line whose words by themselves report a failure (a cue that
+  `says_failure`) is failure evidence, unless it is an INFO, DEBUG or warning-level record;
+* `cue_lead(evidence, findings)`: over the failure evidence that no finding names, the strongest
+  cue (ties: the cue listed first, then the earliest line) names the category. `combine` takes
+  it only when no finding supports any category, at a capped confidence; the verdict's title says
+  that no signature names the cause, and its root-cause row is the line with the words.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from analyzer.correlate.order import sort_key
+from analyzer.model import Event, Finding, Role, Scope
+from analyzer.signatures.cues import Cue, cues_in, says_failure
+
+# the id a cue's finding carries (`cue:<id>`), to tell it from a signature's
+CUE_PREFIX = "cue:"
+# a record of a level that does not report a failure (NCCL's WARN is its error level and is
+# kept): Python logging's and glog's INFO/DEBUG/WARNING, `[W ...]`, c10d's `[c10d - debug]`,
+# `UserWarning`, `warning:`; and a retry, which says the failure was not the end
+_NOT_FAILURE_LEVEL = re.compile(
+    r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|^\[?[IDW]\d{4} |\[[IDW] |\[[IDW]\d{4} |\w*Warning\b|\bWARNING\b|\b[Ww]arning:"
+    r"|\b[Dd]ebug\]|- debug\b|\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry"
+)
+
+
+# a line that says the program goes on despite what it reports
+_GOES_ON = re.compile(
+    r"\b(?:accepting|ignor(?:e|ed|ing)|continuing|falling back|fall(?:s)? back|proceeding|skipping|will be skipped)\b"
+)
+# closed vocabularies: the CUDA runtime's and driver's error strings, NCCL's results, the CUDA
+# libraries' statuses, the kernel's machine-check, memory-failure and segfault reports. Their
+# every member was read from the emitter and judged (signatures name the codes that say why;
+# `unknown.*` and the catalogs keep the others undecidable): a cue must not second-guess that
+_CLOSED_VOCABULARY = re.compile(
+    r"CUDA error|cudaError|CUDA_ERROR_|CUresult|Check failed: error == cudaSuccess|NCCL error|\bnccl[A-Z]\w*Error\b"
+    r"|unhandled (?:cuda|system) error|internal error - please report|CUDNN_STATUS_|CUBLAS_STATUS_|CUSOLVER_STATUS_"
+    r"|CUFFT_|CUSPARSE_STATUS_|CURAND_STATUS_|NVRTC_ERROR|NVJPEG_STATUS|\bmce:|Machine Check|\[Hardware Error\]"
+    r"|Memory failure:|\bsegfault at\b|general protection(?: fault)?\b|\btraps: "
+)
+
+
+def reports_failure(message: str, text: str = "") -> bool:
+    """The line's words report a failure by themselves (`message`), and the line as written
+    (`text`, with its prefixes) is no INFO/DEBUG/warning record and no retry, and a cue may read it
+    (`cueable`)."""
+    return says_failure(message) is not None and not _NOT_FAILURE_LEVEL.search(text or message) and cueable(message)
+
+
+def carries_on(message: str, text: str = "") -> bool:
+    """The line is an INFO/DEBUG/warning record or a retry, or says the program goes on."""
+    return bool(_NOT_FAILURE_LEVEL.search(text or message) or _GOES_ON.search(message))
+
+
+def cueable(message: str) -> bool:
+    """A failure line whose words a cue may read: not one of the closed vocabularies, and not a
+    line that says the program goes on."""
+    return not _CLOSED_VOCABULARY.search(message) and not _GOES_ON.search(message)
+
+
+@dataclass(frozen=True, slots=True)
+class CueLead:
+    cue: Cue
+    event: Event
+    words: str  # what the cue matched, as the line has it
+
+    def finding(self) -> Finding:
+        """The lead as the root-cause row of the report."""
+        return Finding(
+            signature=f"{CUE_PREFIX}{self.cue.id}",
+            title=f"the failing line says {self.words!r} (no signature names the cause)",
+            category=self.cue.category,
+            subcategory="",
+            role=Role.ROOT_CAUSE,
+            confidence=self.cue.weight,
+            summary=f"a failure no signature names; its words ({self.words!r}) point to {self.cue.category}",
+            event=self.event,
+            remediation=self.cue.remediation,
+            scope=Scope.LINE,
+        )
+
+
+def cue_lead(evidence: list[Event], findings: list[Finding]) -> CueLead | None:
+    """The strongest cue over the failure evidence that no finding names (None: no such words)."""
+    named = {id(f.event) for f in findings} | {(f.event.loc.file, f.event.loc.line) for f in findings}
+    best: tuple[tuple[float, int, tuple[float, int, str, str, int]], CueLead] | None = None
+    for e in evidence:
+        if id(e) in named or (e.loc.file, e.loc.line) in named:
+            continue
+        text = e.message or e.text
+        if not cueable(text):
+            continue
+        for cue in cues_in(text)[:1]:
+            m = cue.regex.search(text)
+            lead = CueLead(cue, e, m.group(0) if m else "")
+            key = (-cue.weight, cue.order, sort_key(e))
+            if best is None or key < best[0]:
+                best = (key, lead)
+    return best[1] if best else None
