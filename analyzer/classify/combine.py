@@ -32,6 +32,11 @@ UNKNOWN_BELOW = 0.3
 CONTEXT_ONLY_CAP = 0.4
 # the most a verdict may claim when only a cue (the words of a failure line no signature names) backs it
 CUE_CAP = 0.6
+# a cue of at least CUE_OVER_WEAK also decides when every finding that supports a category is a
+# generic one (confidence below WEAK_FINDING: a Python exception, a bare signal) and comes after
+# the cue's line: the earlier failure, in words that name a cause, is the root
+CUE_OVER_WEAK = 0.8
+WEAK_FINDING = 0.45
 # `none` is the abstention's call, not the model's, so it has no calibration table: these are its
 # measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
 # a failed job whose logs kept no failure line is what makes it wrong, 16 of 52 `none` verdicts
@@ -67,7 +72,7 @@ def combine(
         return no_failure(finished)
     notes = list(rule.notes)
     allowed_values = {c.value for c in (supported if supported is not None else candidates(findings))}
-    if not allowed_values and cue is not None:
+    if cue is not None and (not allowed_values or _only_weak_after(cue, findings, allowed_values)):
         return _by_cue(cue, model, structured, tokens, notes)
     if model is None or (not findings and not tokens):
         return rule  # nothing to weigh: the model must not guess from its intercepts
@@ -109,6 +114,15 @@ def combine(
     alternatives = [_alt(c, p) for c, p in ranked[1:4]]
     decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes, decided_by="model")
     return _unknown_if_low(decided, notes)
+
+
+def _only_weak_after(cue: CueLead, findings: list[Finding], allowed: set[str]) -> bool:
+    """Every finding that supports a category is weak and later than the cue's line."""
+    if cue.cue.weight < CUE_OVER_WEAK:
+        return False
+    backing = [f for f in findings if f.category.value in allowed and f.role is not Role.CONTEXT]
+    first = finding_key(cue.finding())
+    return bool(backing) and all(f.confidence < WEAK_FINDING and finding_key(f) > first for f in backing)
 
 
 def _by_cue(lead: CueLead, model: Model | None, structured: dict[str, float], tokens: Counter[str], notes: list[str]) -> Decision:

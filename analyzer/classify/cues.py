@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from analyzer.correlate.order import sort_key
-from analyzer.model import Event, Finding, Role, Scope
+from analyzer.model import Event, EventKind, Finding, Role, Scope
 from analyzer.signatures.cues import Cue, cues_in, says_failure
 
 # the id a cue's finding carries (`cue:<id>`), to tell it from a signature's
@@ -89,6 +89,18 @@ class CueLead:
         )
 
 
+FRAMES_READ = 2  # a traceback's innermost frames that a `frames` cue reads
+
+
+def _frame_cues(e: Event) -> list[tuple[Cue, str]]:
+    """The strongest `frames` cue of a traceback's innermost frames, with the text it read."""
+    frames = e.fields.get("frames") if e.kind is EventKind.TRACEBACK else None
+    if not isinstance(frames, list) or not frames:
+        return []
+    read = " ".join(str(f) for f in frames[:FRAMES_READ])
+    return [(c, read) for c in cues_in(read, "frames")[:1]]
+
+
 def cue_lead(evidence: list[Event], findings: list[Finding]) -> CueLead | None:
     """The strongest cue over the failure evidence that no finding names (None: no such words)."""
     named = {id(f.event) for f in findings} | {(f.event.loc.file, f.event.loc.line) for f in findings}
@@ -99,8 +111,8 @@ def cue_lead(evidence: list[Event], findings: list[Finding]) -> CueLead | None:
         text = e.message or e.text
         if not cueable(text):
             continue
-        for cue in cues_in(text)[:1]:
-            m = cue.regex.search(text)
+        for cue, read in [*((c, text) for c in cues_in(text)[:1]), *_frame_cues(e)]:
+            m = cue.regex.search(read)
             lead = CueLead(cue, e, m.group(0) if m else "")
             key = (-cue.weight, cue.order, sort_key(e))
             if best is None or key < best[0]:

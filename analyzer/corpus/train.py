@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from analyzer.classify.combine import combine
+from analyzer.classify.cues import CueLead
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
 from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases, is_decidable
@@ -59,6 +60,7 @@ class Sample:
     failed: bool = True  # the analysis found failure evidence (classify/abstain.py)
     finished: bool = False
     supported: frozenset[Category] = frozenset()
+    lead: CueLead | None = None  # the cue of the failure lines no finding names (classify/cues.py)
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
@@ -93,6 +95,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.failed,
                 a.finished,
                 a.supported,
+                a.lead,
             )
         )
     return samples
@@ -170,7 +173,7 @@ def folds(samples: list[Sample], k: int) -> list[list[int]]:
 
 
 def _decide(model: Model | None, s: Sample) -> Decision:
-    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished, set(s.supported))
+    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished, set(s.supported), s.lead)
 
 
 def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:

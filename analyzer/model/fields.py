@@ -87,6 +87,7 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
     EventKind.TRACEBACK: frozenset(
         {
             "chained",
+            "cut_traceback",  # the log ends in a later link of the chain, before its exception line
             "error_json",
             "exception_message",
             "exception_type",

@@ -236,6 +236,12 @@ def parse_region(region: Region) -> list[Event]:
         return []
     cut_lines, last, prefixes = cut(lines)
     tb = parse_lines(cut_lines) if cut_lines else None
+    cut_short = False
+    if tb is None and _ends_the_log(lines, last):
+        # the log ends inside a later link of the chain: the links before it are whole
+        whole = _whole_links(cut_lines)
+        tb = parse_lines(whole) if whole else None
+        cut_short = tb is not None
     if tb is None:
         if _ends_the_log(lines, last) and not any(_EXC.match(line.strip()) and not _FRAME.match(line) for line in cut_lines[1:]):
             # the log ends inside the traceback, before its exception line: a process died while it
@@ -262,6 +268,8 @@ def parse_region(region: Region) -> list[Event]:
         "start_line": region.start,
         "traceback": tb,
     }
+    if cut_short:
+        fields["cut_traceback"] = True  # the log ends in a later link, before its exception line
     return [
         Event(
             kind=EventKind.TRACEBACK,
@@ -276,6 +284,12 @@ def parse_region(region: Region) -> list[Event]:
             end_line=region.line_no(last),
         )
     ]
+
+
+def _whole_links(cut_lines: list[str]) -> list[str]:
+    """The cut lines up to (not including) the last link line of the chain, or [] without one."""
+    links = [i for i, line in enumerate(cut_lines) if line in _LINKS]
+    return cut_lines[: links[-1]] if links else []
 
 
 def _ends_the_log(lines: list[str], last: int) -> bool:

@@ -81,7 +81,9 @@ class ScanResult:
 
 _NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 # Python-only syntax that Hyperscan would read differently: `{,n}`, `\A`/`\Z`
-_PY_ONLY_SYNTAX = re.compile(r"(?<!\\)\{,|\\[AZ]")
+# ... and a character class holding a non-ASCII character: Hyperscan (not in UTF-8 mode) reads
+# it as a class of single bytes
+_PY_ONLY_SYNTAX = re.compile(r"(?<!\\)\{,|\\[AZ]|(?<!\\)\[(?:\\.|[^\]\\])*[^\x00-\x7f]")
 # constructs Hyperscan rejects outside its prefilter mode: lookarounds, backreferences, atomic
 # groups, possessive quantifiers, conditionals (a quick test; the compiler has the last word)
 _HS_SUSPECT = re.compile(r"\(\?<?[=!]|\(\?P=|\\[1-9]|\(\?>|[*+?}]\+|\(\?\(")

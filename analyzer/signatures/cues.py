@@ -36,6 +36,7 @@ class Cue:
     regex: re.Pattern[str]
     remediation: tuple[str, ...]
     order: int  # its place in the file: ties between equal weights go to the earlier cue
+    reads: str = "line"  # line | frames: what `regex` reads (see cues.yaml)
 
 
 class CueTableError(ValueError):
@@ -69,6 +70,7 @@ def cues() -> tuple[Cue, ...]:
                     regex=re.compile(str(raw["re"])),
                     remediation=tuple(str(r) for r in raw.get("remediation") or ()),
                     order=i,
+                    reads=str(raw.get("in", "line")),
                 )
             )
         except (KeyError, TypeError, ValueError, re.error) as exc:
@@ -76,9 +78,10 @@ def cues() -> tuple[Cue, ...]:
     return tuple(out)
 
 
-def cues_in(text: str) -> list[Cue]:
-    """The cues whose words the text holds, strongest first (ties: file order)."""
-    found = [c for c in cues() if c.regex.search(text)]
+def cues_in(text: str, reads: str = "line") -> list[Cue]:
+    """The cues whose words the text holds, strongest first (ties: file order); `reads`: what
+    the text is (a failure line, or a traceback's innermost frames)."""
+    found = [c for c in cues() if c.reads == reads and c.regex.search(text)]
     return sorted(found, key=lambda c: (-c.weight, c.order))
 
 
@@ -89,7 +92,7 @@ def says_failure(text: str) -> Cue | None:
 
 def scan_patterns() -> list[tuple[str, bool]]:
     """(regex, ignore_case) scan patterns: the cues whose words report a failure by themselves."""
-    return [(c.regex.pattern, False) for c in cues() if c.says_failure]
+    return [(c.regex.pattern, False) for c in cues() if c.says_failure and c.reads == "line"]
 
 
 def validate_cue_table(root: Path | None = None) -> list[Problem]:
@@ -145,6 +148,10 @@ def validate_cue_table(root: Path | None = None) -> list[Problem]:
             continue
         if rx.search(""):
             issue("the regex matches the empty line")
+        if raw.get("in", "line") not in ("line", "frames"):
+            issue("`in` must be `line` or `frames`")
+        elif raw.get("in") == "frames" and raw.get("says_failure"):
+            issue("a cue that reads frames cannot say a failure by itself")
         tests: dict[str, Any] = raw["tests"] if isinstance(raw.get("tests"), dict) else {}
         if not tests.get("match"):
             issue("needs at least one `match` test")
