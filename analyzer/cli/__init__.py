@@ -280,6 +280,12 @@ def signatures_verdicts(fmt: str, brief: bool, root: Path | None) -> None:
     metavar="SPLIT",
     help="Leave out the cases of this split (e.g. heldout) from cross-validation; repeatable.",
 )
+@click.option(
+    "--unseen-wording",
+    is_flag=True,
+    help="Analyze every case again without the root-cause signatures of its own category (as if its messages had never "
+    "been read) and count what the verdicts become (the shipped model).",
+)
 def evaluate(
     corpus_dir: Path,
     fmt: str,
@@ -288,11 +294,19 @@ def evaluate(
     plot: Path | None,
     min_accuracy: float | None,
     exclude_splits: tuple[str, ...],
+    unseen_wording: bool,
 ) -> None:
     """Accuracy, per-category precision/recall/F1, confusion matrix and reliability on labeled cases."""
     from analyzer.corpus.evaluate import evaluate as run
     from analyzer.corpus.evaluate import render_text
 
+    if unseen_wording:
+        from analyzer.corpus import unseen
+
+        measured = unseen.unseen_wording(corpus_dir)
+        text = json.dumps(measured.to_dict(), indent=2, sort_keys=True) + "\n" if fmt == "json" else unseen.render_text(measured)
+        click.echo(text, nl=False)
+        return
     if no_cv:
         result = run(corpus_dir)
     else:
