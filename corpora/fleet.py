@@ -45,8 +45,8 @@ _HOSTS = (
 _KEEP_HOSTS = {"localhost", "HOSTNAME", "kernel"}
 
 UNKNOWN_LINES = (
-    "Error: mkl-service + Intel(R) MKL: MKL_THREADING_LAYER=INTEL is incompatible with libgomp.so.1 library.",
-    "\tTry to import numpy first or set the threading layer accordingly. Set MKL_SERVICE_FORCE_INTEL to force it.",
+    # vLLM's engine core (v1/engine/core.py): it failed to start, and says not why
+    "ERROR 04-30 09:20:11 [core.py:396] EngineCore failed to start.",
     "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process {pid2} closing signal SIGTERM",
     "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: {rank} (pid: {pid}) of binary: /usr/bin/python3",
 )

@@ -58,6 +58,9 @@ _SAYS_FAILURE = re.compile(
     # error" and "invalid argument" are left out
     r"|\bunhandled (?:cuda|system) error\b|remote process exited or there was a network error"
     r"|internal error - please report this issue to the NCCL developers"
+    # a CUDA library's status other than success, as its callers and its own error log print it
+    # (cuDNN's `E! ... Error: CUDNN_STATUS_EXECUTION_FAILED; Reason: ...`, cuBLAS's, ...)
+    r"|\b(?:CUDNN|CUBLAS|CUSOLVER|CUSPARSE|CURAND|NVJPEG)_STATUS_(?!SUCCESS\b)[A-Z_]+\b"
 )
 
 

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import replace
 
 from analyzer.classify.abstain import candidates
-from analyzer.classify.cues import CueLead
+from analyzer.classify.cues import WEAK_FINDING, CueLead
 from analyzer.classify.model import Model
 from analyzer.classify.rules import Decision
 from analyzer.correlate.order import finding_key
@@ -33,10 +33,9 @@ CONTEXT_ONLY_CAP = 0.4
 # the most a verdict may claim when only a cue (the words of a failure line no signature names) backs it
 CUE_CAP = 0.6
 # a cue of at least CUE_OVER_WEAK also decides when every finding that supports a category is a
-# generic one (confidence below WEAK_FINDING: a Python exception, a bare signal) and comes after
-# the cue's line: the earlier failure, in words that name a cause, is the root
+# generic one (confidence below cues.WEAK_FINDING: a Python exception, a bare signal) on the cue's
+# line or after it: the failure's own words, or an earlier failure's, name the cause
 CUE_OVER_WEAK = 0.8
-WEAK_FINDING = 0.45
 # `none` is the abstention's call, not the model's, so it has no calibration table: these are its
 # measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
 # a failed job whose logs kept no failure line is what makes it wrong, 16 of 52 `none` verdicts
@@ -117,12 +116,17 @@ def combine(
 
 
 def _only_weak_after(cue: CueLead, findings: list[Finding], allowed: set[str]) -> bool:
-    """Every finding that supports a category is weak and later than the cue's line."""
+    """Every finding that supports a category is weak, on the cue's line or later."""
     if cue.cue.weight < CUE_OVER_WEAK:
         return False
     backing = [f for f in findings if f.category.value in allowed and f.role is not Role.CONTEXT]
     first = finding_key(cue.finding())
-    return bool(backing) and all(f.confidence < WEAK_FINDING and finding_key(f) > first for f in backing)
+    # on the cue's own line, only words that report a failure by themselves outweigh the generic
+    # finding (a Python exception that mentions a rendezvous is not a network failure)
+    return bool(backing) and all(
+        f.confidence < WEAK_FINDING and (finding_key(f) > first or (finding_key(f) == first and cue.cue.says_failure))
+        for f in backing
+    )
 
 
 def _by_cue(lead: CueLead, model: Model | None, structured: dict[str, float], tokens: Counter[str], notes: list[str]) -> Decision:

@@ -7,10 +7,11 @@ are read only where evidence shows a failure that no finding names:
 
 * `reports_failure(message)`: a line whose words by themselves report a failure (a cue that
   `says_failure`) is failure evidence, unless it is an INFO, DEBUG or warning-level record;
-* `cue_lead(evidence, findings)`: over the failure evidence that no finding names, the strongest
-  cue (ties: the cue listed first, then the earliest line) names the category. `combine` takes
-  it only when no finding supports any category, at a capped confidence; the verdict's title says
-  that no signature names the cause, and its root-cause row is the line with the words.
+* `cue_lead(evidence, findings)`: over the failure evidence that no finding names (or only a
+  generic one does), the strongest cue (ties: the cue listed first, then the earliest line) names
+  the category. `combine` takes it when no finding supports any category, or only generic ones
+  on its line or after it, at a capped confidence; the verdict's title says that no signature
+  names the cause, and its root-cause row is the line with the words.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from analyzer.correlate.order import sort_key
-from analyzer.model import Event, EventKind, Finding, Role, Scope
+from analyzer.model import Category, Event, EventKind, Finding, Role, Scope
 from analyzer.signatures.cues import Cue, cues_in, says_failure
 
 # the id a cue's finding carries (`cue:<id>`), to tell it from a signature's
@@ -28,7 +29,7 @@ CUE_PREFIX = "cue:"
 # kept): Python logging's and glog's INFO/DEBUG/WARNING, `[W ...]`, c10d's `[c10d - debug]`,
 # `UserWarning`, `warning:`; and a retry, which says the failure was not the end
 _NOT_FAILURE_LEVEL = re.compile(
-    r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|^\[?[IDW]\d{4} |\[[IDW] |\[[IDW]\d{4} |\w*Warning\b|\bWARNING\b|\b[Ww]arning:"
+    r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|\b[Ii]nfo\s+:|^\[?[IDW]\d{4} |\[[IDW] |\[[IDW]\d{4} |\w*Warning\b|\bWARNING\b|\b[Ww]arning:"
     r"|\b[Dd]ebug\]|- debug\b|\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry"
 )
 
@@ -36,16 +37,18 @@ _NOT_FAILURE_LEVEL = re.compile(
 # a line that says the program goes on despite what it reports
 _GOES_ON = re.compile(
     r"\b(?:accepting|ignor(?:e|ed|ing)|continuing|falling back|fall(?:s)? back|proceeding|skipping|will be skipped)\b"
+    r"|[Tt]his is (?:normal|expected)|[Ii]t is expected|is expected if|can be (?:safely )?ignored"
 )
 # closed vocabularies: the CUDA runtime's and driver's error strings, NCCL's results, the CUDA
-# libraries' statuses, the kernel's machine-check, memory-failure and segfault reports. Their
+# libraries' statuses, the kernel's machine-check, memory-failure and segfault reports, the
+# driver's Xid lines (signatures/xid.yaml judges each number). Their
 # every member was read from the emitter and judged (signatures name the codes that say why;
 # `unknown.*` and the catalogs keep the others undecidable): a cue must not second-guess that
 _CLOSED_VOCABULARY = re.compile(
     r"CUDA error|cudaError|CUDA_ERROR_|CUresult|Check failed: error == cudaSuccess|NCCL error|\bnccl[A-Z]\w*Error\b"
     r"|unhandled (?:cuda|system) error|internal error - please report|CUDNN_STATUS_|CUBLAS_STATUS_|CUSOLVER_STATUS_"
     r"|CUFFT_|CUSPARSE_STATUS_|CURAND_STATUS_|NVRTC_ERROR|NVJPEG_STATUS|\bmce:|Machine Check|\[Hardware Error\]"
-    r"|Memory failure:|\bsegfault at\b|general protection(?: fault)?\b|\btraps: "
+    r"|Memory failure:|\bsegfault at\b|general protection(?: fault)?\b|\btraps: |NVRM: Xid|\bSXid\b"
 )
 
 
@@ -61,10 +64,14 @@ def carries_on(message: str, text: str = "") -> bool:
     return bool(_NOT_FAILURE_LEVEL.search(text or message) or _GOES_ON.search(message))
 
 
+# a help text that lists what may have caused the failure: its words are guesses, not the cause
+_HEDGED = re.compile(r"\b(?:[Uu]sually|[Pp]ossibly|[Oo]ften|may be|might be|could be|can be) (?:due to|caused by)\b")
+
+
 def cueable(message: str) -> bool:
-    """A failure line whose words a cue may read: not one of the closed vocabularies, and not a
-    line that says the program goes on."""
-    return not _CLOSED_VOCABULARY.search(message) and not _GOES_ON.search(message)
+    """A failure line whose words a cue may read: not one of the closed vocabularies, not a help
+    text's list of possible causes, and not a line that says the program goes on."""
+    return not (_CLOSED_VOCABULARY.search(message) or _HEDGED.search(message) or _GOES_ON.search(message))
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +100,28 @@ FRAMES_READ = 2  # a traceback's innermost frames that a `frames` cue reads
 
 
 def _frame_cues(e: Event) -> list[tuple[Cue, str]]:
-    """The strongest `frames` cue of a traceback's innermost frames, with the text it read."""
-    frames = e.fields.get("frames") if e.kind is EventKind.TRACEBACK else None
+    """The strongest `frames` cue of a traceback's (or a faulthandler dump's) innermost frames,
+    with the text it read."""
+    frames = e.fields.get("frames") if e.kind in (EventKind.TRACEBACK, EventKind.FAULTHANDLER) else None
     if not isinstance(frames, list) or not frames:
         return []
     read = " ".join(str(f) for f in frames[:FRAMES_READ])
     return [(c, read) for c in cues_in(read, "frames")[:1]]
 
 
+# a finding below this confidence is a generic one (a Python exception, a bare signal): its line's
+# words may still name the cause (combine decides whether they do)
+WEAK_FINDING = 0.45
+
+
 def cue_lead(evidence: list[Event], findings: list[Finding]) -> CueLead | None:
-    """The strongest cue over the failure evidence that no finding names (None: no such words)."""
-    named = {id(f.event) for f in findings} | {(f.event.loc.file, f.event.loc.line) for f in findings}
+    """The strongest cue over the failure evidence that no finding names, or only generic root
+    causes (confidence below WEAK_FINDING) do (None: no such words). A line a symptom or an
+    `unknown.*` finding names was judged (a consequence, or undecidable): its words are not read."""
+    strong = [
+        f for f in findings if f.confidence >= WEAK_FINDING or f.category is Category.UNKNOWN or f.role is not Role.ROOT_CAUSE
+    ]
+    named = {id(f.event) for f in strong} | {(f.event.loc.file, f.event.loc.line) for f in strong}
     best: tuple[tuple[float, int, tuple[float, int, str, str, int]], CueLead] | None = None
     for e in evidence:
         if id(e) in named or (e.loc.file, e.loc.line) in named:

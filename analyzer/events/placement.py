@@ -121,12 +121,15 @@ _SHELL_LINE = re.compile(r"^(?:[/~][^\s]*|\S*@\S*[$#](?:\s.*)?)$")
 
 def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
     """The first line after a traceback (within its scanned block) from the same process is an
-    ordinary line of output: the process survived the exception."""
+    ordinary line of output, and it is not that process's last line before the log ends (one
+    last line, "Done." or the rest of a message, then nothing: the process did not go on): the
+    process survived the exception."""
     lines = hit.lines
     start = end_line - hit.line_no + 1
     if start <= 0 or start >= len(lines):
         return False
     key = _stream(split_prefix(lines[0]), file_rank)
+    seen = 0
     for line in lines[start:]:
         p = split_prefix(line)
         if key is not None and _stream(p, file_rank) != key:
@@ -134,5 +137,11 @@ def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
         message = p.message.rstrip()
         if not message or _SHELL_LINE.match(message):
             continue
-        return not _NOT_GOING_ON.search(message)
-    return False
+        if seen:
+            return True  # a second line of output
+        if _NOT_GOING_ON.search(message):
+            return False
+        seen += 1
+    # one ordinary line: the process went on unless the log ends right after it (the block was
+    # not filled: its file ended)
+    return bool(seen) and hit.want == 0

@@ -83,12 +83,10 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nf-066": "user_code",
     # the seventh round (real-ng-*), after the changes made once it was scored: hangs with no failure
     # line (IOMMU), an Istio proxy's debug lines as the only lines of
-    # a rendezvous failure, a NET/OFI registration warning of a library skew, Ray's /dev/shm refusal
-    # in a wording no Ray release printed, NCCL's generic 'unhandled system error' and an old
+    # a rendezvous failure, a NET/OFI registration warning of a library skew, NCCL's generic 'unhandled system error' and an old
     # cuBLAS 'failed to execute', a failed-or-timed-out NCCL teardown, a darknet 'illegal
     # instruction' closed as a hardware bug, a kubelet eviction for ephemeral storage labelled as the
     # scheduler's
-    "real/real-ng-008": "unknown",
     "real/real-ng-049": "unknown",
     "real/real-ng-065": "none",
     "real/real-ng-066": "hang",
@@ -97,13 +95,12 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-ng-104": "unknown",
     # the eighth round (real-nh-*), after the changes made once it was scored: an end-of-epoch NCCL
     # timeout hiding a rank-0 checkpoint error, an RPC timeout whose failing HBM is only in the
-    # thread, a traceback the program printed and then said "Done." after, a DataLoader worker that
+    # thread, a DataLoader worker that
     # exited without a word on shared memory, a bus error from a half-downloaded library, a
     # std::bad_alloc fixed by matching torchcodec to torch, and a NET/OFI plugin that fell back to
     # sockets with an INFO line
     "real/real-nh-003": "hang",
     "real/real-nh-022": "none",
-    "real/real-nh-043": "none",
     "real/real-nh-047": "unknown",
     "real/real-nh-087": "shm",
     "real/real-nh-091": "oom_cascade",
@@ -119,7 +116,6 @@ KNOWN_CATEGORY_MISSES = {
     # eviction for low node memory read as memory, and a socket timeout that was a rank left behind
     "real/real-nk-021": "hang",
     "real/real-nk-022": "none",
-    "real/real-nk-023": "none",
     "real/real-nk-040": "none",
     "real/real-nk-120": "none",
     "real/real-nk-121": "oom_cascade",
@@ -137,6 +133,21 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nl-703": "p2p",
     "real/real-nl-705": "oom_cascade",
     "real/real-nl-707": "none",
+    # the thirteenth round (real-nm-*), after the changes made once it was scored: logs with no
+    # failure line (a torchrun banner or launcher warning before a silent hang, start-up INFO
+    # lines, vLLM's NCCL version line), an import failure of the program's own package that hid a
+    # binary mismatch, a 'cannot import name' whose package path was not posted, a missing weight
+    # file that a download bug caused, and peers that went away because a node was removed from
+    # outside (read as the network errors they print)
+    "real/real-nm-301": "user_code",
+    "real/real-nm-401": "none",
+    "real/real-nm-403": "storage",
+    "real/real-nm-405": "none",
+    "real/real-nm-501": "none",
+    "real/real-nm-504": "user_code",
+    "real/real-nm-702": "network",
+    "real/real-nm-703": "network",
+    "real/real-nm-803": "none",
 }
 KNOWN_RANK_MISSES = {
     "lab/lab-hang-003": 1,

@@ -73,8 +73,8 @@ def test_one_huge_line_is_cut_not_held(tmp_path: Path) -> None:
 import pytest  # noqa: E402
 
 from analyzer.scan.scanner import HAVE_HYPERSCAN, MAX_LINE  # noqa: E402
-from tests.scan.synth import write_training_log  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
+from tests.scan.synth import write_training_log  # noqa: E402
 
 ENGINES = [
     pytest.param("hyperscan", marks=pytest.mark.skipif(not HAVE_HYPERSCAN, reason="the hyperscan package does not import here")),
@@ -300,7 +300,12 @@ def test_engines_agree_on_every_corpus_file() -> None:
     engines = [Scanner(base.patterns, caps=base.caps, engine=e) for e in ("hyperscan", "python")]
     checked = 0
     for path in sorted((REPO / "corpora").rglob("*")):
-        if not path.is_file() or path.name == "case.yaml" or path.suffix in (".py", ".gz", ".zst") or path.stat().st_size > 4 << 20:
+        if (
+            not path.is_file()
+            or path.name == "case.yaml"
+            or path.suffix in (".py", ".gz", ".zst")
+            or path.stat().st_size > 4 << 20
+        ):
             continue
         data = path.read_bytes()
         if b"\0" in data[:4096]:

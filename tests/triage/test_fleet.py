@@ -88,7 +88,7 @@ def test_new_unknown_failure_is_one_group_with_its_template(fleet: Fleet, result
     new = sorted(job_name(j) for j, o in fleet.origin.items() if o == "unknown")
     groups = [g for g in result["groups"] if set(new) & set(g["jobs"])]
     assert len(groups) == 1 and groups[0]["jobs"] == new and groups[0]["category"] == "unknown"
-    assert "MKL_THREADING_LAYER=INTEL is incompatible" in groups[0]["title"]
+    assert "EngineCore failed to start" in groups[0]["title"]
 
 
 def test_missing_path_is_under_failed(fleet: Fleet, result: dict[str, Any]) -> None:
