@@ -5,8 +5,10 @@ wording would leave the verdict `unknown`. Cues are the vocabulary of the causes
 on device", "shared memory", "peer access", "undefined symbol"), which every emitter shares. They
 are read only where evidence shows a failure that no finding names:
 
-* `reports_failure(message)`: a line whose words by themselves report a failure (a cue that
-  `says_failure`) is failure evidence, unless it is an INFO, DEBUG or warning-level record;
+* `reports_failure(message, text)`: a line whose words by themselves report a failure (a cue that
+  `says_failure`) is failure evidence, unless it is an INFO, DEBUG or warning-level record, a
+  retry, a line that says the program goes on or that the failure is expected, or one of the
+  closed vocabularies (`cueable`);
 * `cue_lead(evidence, findings)`: over the failure evidence that no finding names (or only a
   generic one does), the strongest cue (ties: the cue listed first, then the earliest line) names
   the category. `combine` takes it when no finding supports any category, or only generic ones
@@ -32,18 +34,18 @@ _NOT_FAILURE_LEVEL = re.compile(
     r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|\b[Ii]nfo\s+:|^\[?[IDW]\d{4} |\[[IDW] |\[[IDW]\d{4} |\w*Warning\b|\bWARNING\b|\b[Ww]arning:"
     r"|\b[Dd]ebug\]|- debug\b|\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry"
 )
-
-
-# a line that says the program goes on despite what it reports
+# a line that says the program goes on despite what it reports, or that it is expected
 _GOES_ON = re.compile(
     r"\b(?:accepting|ignor(?:e|ed|ing)|continuing|falling back|fall(?:s)? back|proceeding|skipping|will be skipped)\b"
     r"|[Tt]his is (?:normal|expected)|[Ii]t is expected|is expected if|can be (?:safely )?ignored"
 )
+# a help text that lists what may have caused the failure: its words are guesses, not the cause
+_HEDGED = re.compile(r"\b(?:[Uu]sually|[Pp]ossibly|[Oo]ften|may be|might be|could be|can be) (?:due to|caused by)\b")
 # closed vocabularies: the CUDA runtime's and driver's error strings, NCCL's results, the CUDA
 # libraries' statuses, the kernel's machine-check, memory-failure and segfault reports, the
-# driver's Xid lines (signatures/xid.yaml judges each number). Their
-# every member was read from the emitter and judged (signatures name the codes that say why;
-# `unknown.*` and the catalogs keep the others undecidable): a cue must not second-guess that
+# driver's Xid lines (signatures/xid.yaml judges each number). Every member was read from its
+# emitter and judged (signatures name the codes that say why; `unknown.*` and the catalogs keep
+# the others undecidable): a cue must not second-guess that
 _CLOSED_VOCABULARY = re.compile(
     r"CUDA error|cudaError|CUDA_ERROR_|CUresult|Check failed: error == cudaSuccess|NCCL error|\bnccl[A-Z]\w*Error\b"
     r"|unhandled (?:cuda|system) error|internal error - please report|CUDNN_STATUS_|CUBLAS_STATUS_|CUSOLVER_STATUS_"
@@ -52,26 +54,21 @@ _CLOSED_VOCABULARY = re.compile(
 )
 
 
+def cueable(message: str) -> bool:
+    """A failure line whose words a cue may read: not one of the closed vocabularies, not a help
+    text's list of possible causes, and not a line that says the program goes on."""
+    return not (_CLOSED_VOCABULARY.search(message) or _HEDGED.search(message) or _GOES_ON.search(message))
+
+
 def reports_failure(message: str, text: str = "") -> bool:
-    """The line's words report a failure by themselves (`message`), and the line as written
-    (`text`, with its prefixes) is no INFO/DEBUG/warning record and no retry, and a cue may read it
-    (`cueable`)."""
+    """The line's words report a failure by themselves (`message`), the line as written (`text`,
+    with its prefixes) is no INFO/DEBUG/warning record and no retry, and a cue may read it."""
     return says_failure(message) is not None and not _NOT_FAILURE_LEVEL.search(text or message) and cueable(message)
 
 
 def carries_on(message: str, text: str = "") -> bool:
     """The line is an INFO/DEBUG/warning record or a retry, or says the program goes on."""
     return bool(_NOT_FAILURE_LEVEL.search(text or message) or _GOES_ON.search(message))
-
-
-# a help text that lists what may have caused the failure: its words are guesses, not the cause
-_HEDGED = re.compile(r"\b(?:[Uu]sually|[Pp]ossibly|[Oo]ften|may be|might be|could be|can be) (?:due to|caused by)\b")
-
-
-def cueable(message: str) -> bool:
-    """A failure line whose words a cue may read: not one of the closed vocabularies, not a help
-    text's list of possible causes, and not a line that says the program goes on."""
-    return not (_CLOSED_VOCABULARY.search(message) or _HEDGED.search(message) or _GOES_ON.search(message))
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,15 +102,11 @@ def validate_cue_table(root: Path | None = None) -> list[Problem]:
     rel = path.relative_to(base.parent).as_posix()
     if not path.is_file():
         return []
-    try:
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Problem(rel, None, f"cannot read: {exc}", CUES)]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return [Problem(rel, mark.line + 1 if mark else None, f"invalid YAML: {' '.join(str(exc).split())}", CUES)]
+    from analyzer.signatures.validators import read_table
+
+    node, data, unread = read_table(path, rel, CUES)
+    if unread:
+        return unread
     taxonomy = load_taxonomy(base)
     out: list[Problem] = []
     seen: set[str] = set()

@@ -277,19 +277,26 @@ def load_schema(base: Path, fallback: Path) -> dict[str, Any]:
 _XID_KEYS = ("name", "meaning", "cause_class", "category", "confidence", "action")
 
 
+def read_table(path: Path, rel: str, code: str) -> tuple[yaml.Node | None, Any, list[Problem]]:
+    """A data table of the database (xid.yaml, cues.yaml): its node tree (for lines), its data, or
+    the problem that kept it from being read (issue type `code`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text), []
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, None, [Problem(rel, None, f"cannot read: {exc}", code)]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, None, [Problem(rel, mark.line + 1 if mark else None, f"invalid YAML: {' '.join(str(exc).split())}", code)]
+
+
 def validate_xid_table(path: Path, rel: str, taxonomy: dict[str, set[str]]) -> list[Problem]:
     """Every issue of signatures/xid.yaml: YAML, keys, cause classes, categories, confidences."""
     from analyzer.signatures.xid import CAUSE_CLASSES
 
-    try:
-        text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Problem(rel, None, f"cannot read: {exc}", XID)]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return [Problem(rel, mark.line + 1 if mark else None, f"invalid YAML: {' '.join(str(exc).split())}", XID)]
+    node, data, unread = read_table(path, rel, XID)
+    if unread:
+        return unread
     if not isinstance(data, dict) or not isinstance(data.get("xids"), dict):
         return [Problem(rel, 1, "xid.yaml needs an `xids` mapping of number: entry", XID)]
     out: list[Problem] = []

@@ -127,3 +127,28 @@ def test_an_error_record_that_ends_the_log_is_a_failure(tmp_path: Path) -> None:
     # the same record, and the job goes on: a failure it survived
     report = analyze(write_run(tmp_path / "on", {"rank0.log": f"{STEP}{record}\n{STEP}{STEP}{STEP}{STEP}"}))
     assert report.verdict.category.value == "none"
+
+
+def test_signatures_check_lists_every_issue_of_a_broken_cue_table(tmp_path: Path) -> None:
+    import shutil
+
+    from analyzer.paths import signatures_dir
+
+    root = tmp_path / "signatures"
+    shutil.copytree(signatures_dir(), root)
+    (root / "cues.yaml").write_text(
+        "cues:\n"
+        "  - {id: shm.bad_regex, category: shm, weight: 0.5, says_failure: false, re: '(unclosed',\n"
+        "     source: x, remediation: [], tests: {match: [a]}}\n"
+        "  - {id: nowhere.words, category: nowhere, weight: 2, says_failure: false, re: 'x',\n"
+        "     source: x, remediation: [], tests: {match: [x]}}\n"
+        "  - {id: storage.words, category: storage, weight: 0.5, says_failure: true, re: 'disk full',\n"
+        "     source: x, remediation: [], tests: {match: ['quota exceeded'], no_match: ['the disk full of data']}}\n",
+        encoding="utf-8",
+    )
+    problems = [str(p) for p in validate_cue_table(root)]
+    assert any("cue shm.bad_regex" in p and "regex does not compile" in p and ":2:" in p for p in problems)
+    assert any("cue nowhere.words" in p and "not a cause category" in p for p in problems)
+    assert any("cue nowhere.words" in p and "weight" in p for p in problems)
+    assert any("cue storage.words" in p and "match test does not match" in p for p in problems)
+    assert any("cue storage.words" in p and "no_match test matches" in p for p in problems)
