@@ -23,7 +23,7 @@ from analyzer.classify.abstain import candidates
 from analyzer.classify.cues import WEAK_FINDING, CueLead
 from analyzer.classify.model import Model
 from analyzer.classify.rules import Decision
-from analyzer.correlate.order import finding_key
+from analyzer.correlate.order import finding_key, sort_key
 from analyzer.model import Category, Finding, Role
 
 RULES_DECIDE_AT = 0.42
@@ -120,7 +120,7 @@ def _only_weak_after(cue: CueLead, findings: list[Finding], allowed: set[str]) -
     if cue.cue.weight < CUE_OVER_WEAK:
         return False
     backing = [f for f in findings if f.category.value in allowed and f.role is not Role.CONTEXT]
-    first = finding_key(cue.finding())
+    first = sort_key(cue.event)
     # on the cue's own line, only words that report a failure by themselves outweigh the generic
     # finding (a Python exception that mentions a rendezvous is not a network failure)
     return bool(backing) and all(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from analyzer.correlate.order import sort_key
 from analyzer.model import Category, Event, EventKind, Finding, Role, Scope
-from analyzer.signatures.cues import Cue, cues_in, says_failure
+from analyzer.signatures.cues import Cue, says_failure, strongest
 
 # the id a cue's finding carries (`cue:<id>`), to tell it from a signature's
 CUE_PREFIX = "cue:"
@@ -96,14 +96,12 @@ class CueLead:
 FRAMES_READ = 2  # a traceback's innermost frames that a `frames` cue reads
 
 
-def _frame_cues(e: Event) -> list[tuple[Cue, str]]:
-    """The strongest `frames` cue of a traceback's (or a faulthandler dump's) innermost frames,
-    with the text it read."""
+def _frame_cue(e: Event) -> tuple[Cue, re.Match[str]] | None:
+    """The strongest `frames` cue of a traceback's (or a faulthandler dump's) innermost frames."""
     frames = e.fields.get("frames") if e.kind in (EventKind.TRACEBACK, EventKind.FAULTHANDLER) else None
     if not isinstance(frames, list) or not frames:
-        return []
-    read = " ".join(str(f) for f in frames[:FRAMES_READ])
-    return [(c, read) for c in cues_in(read, "frames")[:1]]
+        return None
+    return strongest(" ".join(str(f) for f in frames[:FRAMES_READ]), "frames")
 
 
 # a finding below this confidence is a generic one (a Python exception, a bare signal): its line's
@@ -126,10 +124,11 @@ def cue_lead(evidence: list[Event], findings: list[Finding]) -> CueLead | None:
         text = e.message or e.text
         if not cueable(text):
             continue
-        for cue, read in [*((c, text) for c in cues_in(text)[:1]), *_frame_cues(e)]:
-            m = cue.regex.search(read)
-            lead = CueLead(cue, e, m.group(0) if m else "")
+        for found in (strongest(text), _frame_cue(e)):
+            if found is None:
+                continue
+            cue, m = found
             key = (-cue.weight, cue.order, sort_key(e))
             if best is None or key < best[0]:
-                best = (key, lead)
+                best = (key, CueLead(cue, e, m.group(0)))
     return best[1] if best else None

@@ -237,13 +237,14 @@ def parse_region(region: Region) -> list[Event]:
     cut_lines, last, prefixes = cut(lines)
     tb = parse_lines(cut_lines) if cut_lines else None
     cut_short = False
-    if tb is None and _ends_the_log(lines, last):
+    at_end = tb is None and _ends_the_log(lines, last)
+    if at_end:
         # the log ends inside a later link of the chain: the links before it are whole
         whole = _whole_links(cut_lines)
         tb = parse_lines(whole) if whole else None
         cut_short = tb is not None
     if tb is None:
-        if _ends_the_log(lines, last) and not any(_EXC.match(line.strip()) and not _FRAME.match(line) for line in cut_lines[1:]):
+        if at_end and not any(_EXC.match(line.strip()) and not _FRAME.match(line) for line in cut_lines[1:]):
             # the log ends inside the traceback, before its exception line: a process died while it
             # printed it, or what was kept of the log stops there; either way an exception was on
             # its way out, and its type is lost

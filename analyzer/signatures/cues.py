@@ -4,9 +4,9 @@ A signature knows one emitter's message; a cue knows a cause's vocabulary ("No s
 device", "shared memory", "peer access", "undefined symbol"), which every emitter shares. The
 classifier reads cues only for failures that no signature names (analyzer/classify/cues.py).
 
-`cues()` is the table in file order; `cues_in(text)` the cues a line's words match; a cue that
-`says_failure` is also a scan pattern (`scan_patterns()`), so that such a line is read even when
-it holds no "error" word.
+`cues()` is the table in file order; `strongest(text)` the strongest cue a line's words match,
+with its match; a cue that `says_failure` is also a scan pattern (`scan_patterns()`), so that
+such a line is read even when it holds no "error" word.
 """
 
 from __future__ import annotations
@@ -78,16 +78,28 @@ def cues() -> tuple[Cue, ...]:
     return tuple(out)
 
 
-def cues_in(text: str, reads: str = "line") -> list[Cue]:
-    """The cues whose words the text holds, strongest first (ties: file order); `reads`: what
-    the text is (a failure line, or a traceback's innermost frames)."""
-    found = [c for c in cues() if c.reads == reads and c.regex.search(text)]
-    return sorted(found, key=lambda c: (-c.weight, c.order))
+@cache
+def _ranked() -> tuple[Cue, ...]:
+    """The table strongest first (ties: file order), the order every look-up takes."""
+    return tuple(sorted(cues(), key=lambda c: (-c.weight, c.order)))
+
+
+def strongest(text: str, reads: str = "line", failure_only: bool = False) -> tuple[Cue, re.Match[str]] | None:
+    """The strongest cue whose words the text holds, with its match (ties: file order); `reads`:
+    what the text is (a failure line, or a traceback's innermost frames); `failure_only`: only
+    cues whose words report a failure by themselves."""
+    for c in _ranked():
+        if c.reads == reads and (c.says_failure or not failure_only):
+            m = c.regex.search(text)
+            if m:
+                return c, m
+    return None
 
 
 def says_failure(text: str) -> Cue | None:
     """The strongest cue of the text whose words by themselves report a failure, if any."""
-    return next((c for c in cues_in(text) if c.says_failure), None)
+    found = strongest(text, failure_only=True)
+    return found[0] if found else None
 
 
 def scan_patterns() -> list[tuple[str, bool]]:

@@ -241,16 +241,9 @@ VALIDATORS: list[Validator] = [
 
 def read_doc(path: Path, rel: str) -> tuple[Doc | None, list[Problem]]:
     """The parsed file, or the YAML issue that stops every other validator for it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(rel, None, f"cannot read: {exc}", YAML)]
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return None, [Problem(rel, mark.line + 1 if mark else None, f"invalid YAML: {' '.join(str(exc).split())}", YAML)]
+    node, data, unread = read_table(path, rel, YAML)
+    if unread:
+        return None, unread
     if not isinstance(data, dict):
         return None, [Problem(rel, 1, "a signature file must hold one mapping", YAML)]
     return Doc(path, rel, data, node), []
@@ -278,8 +271,8 @@ _XID_KEYS = ("name", "meaning", "cause_class", "category", "confidence", "action
 
 
 def read_table(path: Path, rel: str, code: str) -> tuple[yaml.Node | None, Any, list[Problem]]:
-    """A data table of the database (xid.yaml, cues.yaml): its node tree (for lines), its data, or
-    the problem that kept it from being read (issue type `code`)."""
+    """A YAML file of the database (a signature, xid.yaml, cues.yaml): its node tree (for lines),
+    its data, or the problem that kept it from being read (issue type `code`)."""
     try:
         text = path.read_text(encoding="utf-8")
         return yaml.compose(text, Loader=yaml.SafeLoader), yaml.safe_load(text), []

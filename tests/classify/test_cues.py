@@ -15,7 +15,7 @@ import pytest
 from analyzer.classify.combine import CUE_CAP
 from analyzer.classify.cues import CUE_PREFIX
 from analyzer.pipeline import analyze
-from analyzer.signatures.cues import cues, cues_in, validate_cue_table
+from analyzer.signatures.cues import cues, strongest, validate_cue_table
 
 from ..conftest import write_run
 
@@ -43,7 +43,8 @@ def test_the_cue_table_is_valid_and_its_tests_pass() -> None:
 def test_the_narrower_words_win_a_tie() -> None:
     # "shared memory" and "No space left on device" are both cues of weight 1: /dev/shm is listed first
     line = "RuntimeError: unable to write to file </torch_18692_1954506624>: No space left on device (28)"
-    assert cues_in(line)[0].id == "shm.shared_memory_words"
+    found = strongest(line)
+    assert found is not None and found[0].id == "shm.shared_memory_words"
 
 
 @pytest.mark.parametrize(
