@@ -30,6 +30,9 @@ _LINKS = (
     "During handling of the above exception, another exception occurred:",
 )
 _FRAME = re.compile(r'^\s+File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')  # a lost opening quote: pasted logs
+# a frame line that lost its indentation (a traceback pasted where leading blanks are dropped):
+# taken as a frame only inside a traceback, and the line after it as its source line
+_BARE_FRAME = re.compile(r'^File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')
 _EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Iteration|Timeout)$")
 MAX_CONTINUATION = 8
@@ -52,12 +55,17 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
     last = 0
     blank_run = 0
     continuation = 0
+    source_next = False  # the line after a frame that lost its indentation is that frame's source
     for i, raw in enumerate(lines):
         p = split_prefix(raw)
         if i and _key(p) != key and (p.rank, p.local_rank) != (None, None):
             continue  # another rank's line
         msg = p.message
         stripped = msg.strip()
+        if state == "frames" and out and stripped and msg[:1] not in (" ", "\t"):
+            msg, source_next = _reindent(msg, source_next)
+        else:
+            source_next = False
         if not stripped:
             blank_run += 1
             if blank_run > 2:
@@ -107,6 +115,19 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
         prefixes.append(p)
         last = i
     return out, last, prefixes
+
+
+def _reindent(msg: str, source_next: bool) -> tuple[str, bool]:
+    """A traceback line without indentation, given its indentation back where it is a frame
+    (`File "...", line N, in f`) or the source line right after one (not the exception line):
+    (the line, whether the next one is a source line)."""
+    if _BARE_FRAME.match(msg):
+        return "  " + msg, True
+    if source_next and msg.strip() != _HEADER and msg.strip() not in _LINKS:
+        name = msg.split(":", 1)[0]
+        if not (_EXC.match(msg) and _EXC_NAME.search(name)):
+            return "    " + msg, False
+    return msg, False
 
 
 def _empty_message(exc_line: str) -> bool:

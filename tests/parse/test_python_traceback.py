@@ -115,3 +115,40 @@ def test_garbage_never_raises() -> None:
         '  File "x", line 1\n' * 3,
     ]:
         parse_text(text)
+
+
+def test_frames_that_lost_their_indentation() -> None:
+    """A traceback pasted where leading blanks were dropped: its frames and source lines are still
+    frames, and its exception line is still the exception (a source line of one word is not)."""
+    text = (
+        "Traceback (most recent call last):\n"
+        'File "/home/u/train.py", line 14, in <module>\n'
+        "main()\n"
+        'File "/home/u/train.py", line 5, in main\n'
+        "warnings.warn\n"
+        'File "/usr/lib/python3.10/site-packages/lib.py", line 9, in run\n'
+        "ValueError: Attempting to unscale FP16 gradients.\n"
+    )
+    (tb,) = parse_text(text)
+    assert tb.exception.type == "ValueError"
+    assert tb.exception.message == "Attempting to unscale FP16 gradients."
+    assert [(f.file, f.line, f.source) for f in tb.frames] == [
+        ("/usr/lib/python3.10/site-packages/lib.py", 9, None),
+        ("/home/u/train.py", 5, "warnings.warn"),
+        ("/home/u/train.py", 14, "main()"),
+    ]
+
+
+def test_cut_traceback_without_indentation_is_cut() -> None:
+    """Such a traceback that the log ends in, before its exception line, is a cut traceback."""
+    lines = [
+        "Running tokenizer on dataset:  47%| | 1695000/3634744 [30:09<33:25, 967.30 examples/s]",
+        "Traceback (most recent call last):",
+        'File "/home/u/src/train_bash.py", line 14, in',
+        "main()",
+        'File "/home/u/src/train_bash.py", line 5, in main',
+        "run_exp()",
+    ]
+    (ev,) = parse_region(Region("train.log", 2, tuple(lines[1:]), "python_traceback"))
+    assert ev.fields.get("cut_traceback") is True
+    assert ev.end_line == 6
