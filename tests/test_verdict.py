@@ -732,3 +732,43 @@ def test_a_line_that_shows_a_failure_but_not_its_cause_is_unknown_and_says_what(
     assert report.verdict.category.value == "unknown"
     assert f"what it shows: {shows}" in report.verdict.explanation
     assert report.verdict.remediation
+
+
+# NCCL WARN lines and CUDA error reports in wordings no signature was written for (the words are
+# NCCL's and the CUDA callers' own, the messages are made up): failures, whatever their cause
+@pytest.mark.parametrize(
+    "line",
+    [
+        "node1:3245:3301 [0] transport/foo.cc:88 NCCL WARN Call to fooBarConnect failed : Operation canceled",
+        "node1:3245:3301 [0] transport/foo.cc:88 NCCL WARN NET/Foo : Got completion from peer 10.0.0.2<4020> with error 7",
+        "node1:3245:3301 [0] proxy.cc:912 NCCL WARN [Proxy Service 3] Failed to execute operation Setup from rank 1, retcode 3",
+        # a hint that names a debug level is no INFO record
+        "node1:3245:3301 [0] enqueue.cc:99 NCCL WARN Collective setup failed on rank 3 (run with NCCL_DEBUG=INFO for details)",
+        "CUDA error 999 at kernels/attn.cu:88: unknown error",
+        "Failed: Cuda error /workspace/csrc/all_gather.cuh:120 'operation not permitted'",
+        "cuda runtime error (46) : all CUDA-capable devices are busy or unavailable at /src/THC/THCGeneral.cpp:50",
+    ],
+)
+def test_an_nccl_warn_or_cuda_error_in_unknown_words_is_a_failure(tmp_path: Path, line: str) -> None:
+    report = analyze(write_run(tmp_path, {"console.log": f"epoch 0 step 10 loss 2.0975\n{line}\n"}))
+    assert report.verdict.category.value != "none"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # what NCCL prints and goes on after (net_ib's non-fatal events, the IB probe on a node
+        # without IB, graph search), in NCCL's wording
+        "node1:3245:3245 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "node1:3245:3301 [0] transport/net_ib/common.cc:179 NCCL WARN NET/IB : mlx5_0:1 Got non-fatal async event: path migration request error(7)",
+        "node1:3245:3245 [0] graph/search.cc:885 NCCL WARN Could not find a path for pattern 4, falling back to simple order",
+        "node1:3245:3245 [0] init.cc:211 NCCL WARN Connect failed with error 111, retrying",
+        # a CUDA error as a warning, or retried
+        "UserWarning: CUDA error: the timer is unavailable; kernel timings are disabled",
+        "[W CUDAFunctions.cpp:110] Warning: CUDA initialization: CUDA unknown error",
+        "CUDA error 2 on allocation, retrying with a smaller batch",
+    ],
+)
+def test_an_nccl_warn_or_cuda_error_it_goes_on_after_is_no_failure(tmp_path: Path, line: str) -> None:
+    report = analyze(write_run(tmp_path, {"console.log": f"epoch 0 step 10 loss 2.0975\n{line}\nepoch 0 step 20 loss 2.0911\n"}))
+    assert report.verdict.category.value == "none"

@@ -4,7 +4,7 @@ A verdict names a category only on evidence for it. Failure evidence is what a d
 a signature that fired as a root cause or a symptom, a Python traceback that was not caught and
 logged, a launcher's report of a failed child or a non-zero exit, a fatal signal, a kernel OOM
 kill, oops or Xid, a core or a native backtrace, a collective timeout, a chain of NCCL's error
-returns. Routine chatter (other NCCL INFO lines, warnings, a corrected PCIe error, lines that
+returns, an NCCL WARN line or a CUDA error report that says something failed. Routine chatter (other NCCL INFO lines, warnings, a corrected PCIe error, lines that
 merely contain the word "error") is not.
 
 Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from analyzer.classify.cues import carries_on, reports_failure
+from analyzer.classify.cues import carries_on, goes_on, reports_failure
 from analyzer.correlate.versions import version_key
 from analyzer.events.placement import EXCEPTION_NAME, TF1_SUFFIX
 from analyzer.model import Category, Event, EventKind, Finding, Role, SourceInfo, SourceKind, SourceStatus
@@ -64,6 +64,35 @@ _SAYS_FAILURE = re.compile(
 )
 
 
+# NCCL's WARN is its error level (src/include/debug.h): a WARN line in words that say something
+# failed (`Cuda failure 217 '...'`, `Call to ibv_modify_qp failed`, `Got completion ... with error
+# 12`, `Error while creating shared memory segment`, `Mismatched collective detected`) is a failure
+# whatever its cause. Not the WARN lines NCCL prints and goes on after (a setting it ignores, a
+# path it falls back from: `carries_on`), an InfiniBand event it calls non-fatal, or an optional
+# library it probes for and does without (`Failed to open libibverbs.so[.1]` on a node with no IB)
+_NCCL_WARN_FAILED = re.compile(r"\b(?:[Ff]ailed|[Ff]ailure|[Ee]rror|ERROR|[Mm]ismatched)\b")
+_NCCL_WARN_GOES_ON = re.compile(r"\bnon-fatal\b|\bFailed to open lib[\w.+-]*\.so\b|\bnot dumping\b")
+# a CUDA call's error as its callers report it (`CUDA error 217 at ggml-cuda.cu:6292: ...`,
+# `Failed: Cuda error file.cuh:307 '...'`, `cuda runtime error (77) : ...`, `THCudaCheck FAIL`,
+# `hipErrorNoBinaryForGpu: ...`): a failure whatever the code, unless the line is a lower-level
+# record or a retry; which code it is, the signatures and the closed vocabulary judge
+_CUDA_ERROR_REPORT = re.compile(
+    r"\b(?:CUDA|Cuda|cuda) (?:runtime )?error\b(?!s)|\bCuda failure\b|\bTHCudaCheck FAIL\b"
+    r"|\bcudaError[A-Z]\w+\b|\bCUDA_ERROR_[A-Z_]{3,}\b|\bhipError[A-Z]\w+\b"
+)
+
+
+def nccl_warn_failed(message: str) -> bool:
+    """An NCCL WARN line whose words say that something failed, and not that NCCL went on (its
+    level is WARN whatever else the line names: `NCCL_DEBUG=INFO` in a hint is no INFO record)."""
+    return bool(_NCCL_WARN_FAILED.search(message)) and not (_NCCL_WARN_GOES_ON.search(message) or goes_on(message))
+
+
+def cuda_error_report(message: str, text: str = "") -> bool:
+    """A line that reports a CUDA (or HIP) call's error, not as a lower-level record or a retry."""
+    return bool(_CUDA_ERROR_REPORT.search(message)) and not carries_on(message, text)
+
+
 def finished(events: list[Event]) -> bool:
     """A launcher said that the job (or this node's worker group) finished well."""
     return any(e.fields.get("outcome") == "succeeded" for e in events)
@@ -99,9 +128,10 @@ def is_failure_event(e: Event, named: bool = False) -> bool:
         # a line no signature names that still says a failure happened: the verdict is at least
         # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count), or
         # whose words report one by themselves ("No space left on device": classify/cues.py)
-        return bool(_SAYS_FAILURE.search(e.message)) or reports_failure(e.message, e.text)
+        return bool(_SAYS_FAILURE.search(e.message)) or reports_failure(e.message, e.text) or cuda_error_report(e.message, e.text)
     if e.kind is EventKind.NCCL and e.fields.get("nccl_level") == "WARN" and not named:
-        return reports_failure(e.message, e.text)  # NCCL's error level, in words that report a failure
+        # NCCL's error level, in words that report a failure
+        return reports_failure(e.message, e.text) or nccl_warn_failed(e.message)
     return False
 
 

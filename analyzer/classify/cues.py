@@ -66,6 +66,14 @@ def reports_failure(message: str, text: str = "") -> bool:
     return says_failure(message) is not None and not _NOT_FAILURE_LEVEL.search(text or message) and cueable(message)
 
 
+_RETRY = re.compile(r"\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry")
+
+
+def goes_on(message: str) -> bool:
+    """The line's words say the program goes on (or retries), whatever the record's level."""
+    return bool(_GOES_ON.search(message) or _RETRY.search(message))
+
+
 def carries_on(message: str, text: str = "") -> bool:
     """The line is an INFO/DEBUG/warning record or a retry, or says the program goes on."""
     return bool(_NOT_FAILURE_LEVEL.search(text or message) or _GOES_ON.search(message))
