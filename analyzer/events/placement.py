@@ -29,9 +29,9 @@ CONTEXT_PATTERN = (
 )
 CONTEXT_CAP = 400
 # the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`,
-# `torch._C._LinAlgError`, the base `Exception` itself (`raise Exception("...")`), and its last
-# line when uncaught: `RuntimeError: ...`
-EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*(?:Error|Exception)|Exception)"
+# `torch._C._LinAlgError`, the base `Exception` itself (`raise Exception("...")`), Ray's wrapper
+# with its cause (`RayTaskError(DistBackendError)`), and its last line when uncaught: `RuntimeError: ...`
+EXCEPTION_NAME = r"(?:[A-Za-z_]\w*\.)*(?:_?[A-Z]\w*(?:Error|Exception)|Exception)(?:\([A-Za-z_][\w.]*\))?"
 EXCEPTION_LINE = re.compile(rf"^({EXCEPTION_NAME}){TF1_SUFFIX}: (.*)$")
 IDENTITY_OWNER = "identity"
 # a worker's environment dump (`RANK=21`, `'LOCAL_RANK': '5'`): ties its local rank to the global one

@@ -33,7 +33,9 @@ _FRAME = re.compile(r'^\s+File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')  # a l
 # a frame line that lost its indentation (a traceback pasted where leading blanks are dropped):
 # taken as a frame only inside a traceback, and the line after it as its source line
 _BARE_FRAME = re.compile(r'^File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')
-_EXC = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+# an exception line; Ray's wrapped exceptions name their cause in parentheses
+# (`ray.exceptions.RayTaskError(DistBackendError): ray::Actor.train() ...`)
+_EXC = re.compile(r"^([A-Za-z_][\w.]*(?:(?:(?<=Error)|(?<=Exception))\([A-Za-z_][\w.]*\))?)(?::\s?(.*))?$")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Iteration|Timeout)$")
 MAX_CONTINUATION = 8
 

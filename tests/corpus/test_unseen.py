@@ -9,6 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from analyzer.classify.combine import CUE_CAP
 from analyzer.cli import main
 from analyzer.corpus.unseen import unseen_wording
 
@@ -33,7 +34,7 @@ def test_each_case_is_analyzed_again_without_its_own_signatures(tmp_path: Path) 
     assert by_case["lab/lab-version-mismatch-001"].dropped == ["version_mismatch.undefined_symbol"]
     # the words of both lines still name their causes (cues): right, at a cue's capped confidence
     assert result.counts() == {"right": 2, "unknown": 0, "none": 0, "wrong": 0}
-    assert all(c.confidence <= 0.6 for c in result.cases)
+    assert all(c.confidence <= CUE_CAP for c in result.cases)
     assert result.errors == [] and result.skipped == 0
 
 

@@ -152,3 +152,18 @@ def test_cut_traceback_without_indentation_is_cut() -> None:
     (ev,) = parse_region(Region("train.log", 2, tuple(lines[1:]), "python_traceback"))
     assert ev.fields.get("cut_traceback") is True
     assert ev.end_line == 6
+
+
+def test_rays_wrapped_exception_names_its_cause() -> None:
+    """Ray re-raises a task's error as `RayTaskError(<cause>)`: that is the exception line."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/ray/_private/worker.py", line 937, in get_objects\n'
+        "    raise value.as_instanceof_cause()\n"
+        "ray.exceptions.RayTaskError(DistBackendError): ray::TrainRayActor.train() (pid=4242, ip=10.0.0.3)\n"
+    )
+    (tb,) = parse_text(text)
+    assert tb.exception.type == "ray.exceptions.RayTaskError(DistBackendError)"
+    assert tb.exception.message.startswith("ray::TrainRayActor.train()")
+    # a call in parentheses is no exception line
+    assert parse_text('Traceback (most recent call last):\n  File "a.py", line 1, in x\nprint(x)\n') == []
