@@ -4,8 +4,9 @@ A verdict names a category only on evidence for it. Failure evidence is what a d
 a signature that fired as a root cause or a symptom, a Python traceback that was not caught and
 logged, a launcher's report of a failed child or a non-zero exit, a fatal signal, a kernel OOM
 kill, oops or Xid, a core or a native backtrace, a collective timeout, a chain of NCCL's error
-returns, an NCCL WARN line or a CUDA error report that says something failed. Routine chatter (other NCCL INFO lines, warnings, a corrected PCIe error, lines that
-merely contain the word "error") is not.
+returns, an NCCL WARN line or a CUDA error report that says something failed. Routine chatter
+(other NCCL INFO lines, warnings, a corrected PCIe error, lines that merely contain the word
+"error") is not.
 
 Without failure evidence the verdict is `none`. With failure evidence, the classifier may only
 choose among the categories that some finding supports (its `candidates`); with none of those,
@@ -68,10 +69,10 @@ _SAYS_FAILURE = re.compile(
 # failed (`Cuda failure 217 '...'`, `Call to ibv_modify_qp failed`, `Got completion ... with error
 # 12`, `Error while creating shared memory segment`, `Mismatched collective detected`) is a failure
 # whatever its cause. Not the WARN lines NCCL prints and goes on after (a setting it ignores, a
-# path it falls back from: `carries_on`), an InfiniBand event it calls non-fatal, or an optional
+# path it falls back from, a retry: `goes_on`), an InfiniBand event it calls non-fatal, or an optional
 # library it probes for and does without (`Failed to open libibverbs.so[.1]` on a node with no IB)
 _NCCL_WARN_FAILED = re.compile(r"\b(?:[Ff]ailed|[Ff]ailure|[Ee]rror|ERROR|[Mm]ismatched)\b")
-_NCCL_WARN_GOES_ON = re.compile(r"\bnon-fatal\b|\bFailed to open lib[\w.+-]*\.so\b|\bnot dumping\b")
+_NCCL_WARN_GOES_ON = re.compile(r"\bnon-fatal\b|\bFailed to open lib[\w.+-]*\.so\b")
 # a CUDA call's error as its callers report it (`CUDA error 217 at ggml-cuda.cu:6292: ...`,
 # `Failed: Cuda error file.cuh:307 '...'`, `cuda runtime error (77) : ...`, `THCudaCheck FAIL`,
 # `hipErrorNoBinaryForGpu: ...`): a failure whatever the code, unless the line is a lower-level

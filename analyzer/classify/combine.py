@@ -144,7 +144,7 @@ def _by_cue(lead: CueLead, model: Model | None, structured: dict[str, float], to
         probs = model.predict_proba(structured, tokens)
         others = [_alt(c, p) for c, p in sorted(probs.items(), key=lambda kv: (-kv[1], kv[0])) if c != cat.value][:3]
     root = lead.finding()
-    confidence = round(min(CUE_CAP, lead.cue.weight * CUE_CAP), 2)
+    confidence = round(lead.cue.weight * CUE_CAP, 2)  # a weight is in (0, 1] (signatures/cues.py)
     return Decision(cat, None, confidence, root, [root], others, notes, decided_by="cues")
 
 

@@ -27,18 +27,22 @@ from analyzer.signatures.cues import Cue, says_failure, strongest
 
 # the id a cue's finding carries (`cue:<id>`), to tell it from a signature's
 CUE_PREFIX = "cue:"
+# a retry, which says the failure was not the end
+_RETRY = r"\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry"
 # a record of a level that does not report a failure (NCCL's WARN is its error level and is
 # kept): Python logging's and glog's INFO/DEBUG/WARNING, `[W ...]`, c10d's `[c10d - debug]`,
-# `UserWarning`, `warning:`; and a retry, which says the failure was not the end
+# `UserWarning`, `warning:`; and a retry
 _NOT_FAILURE_LEVEL = re.compile(
     r"\b(?:INFO|DEBUG|TRACE|NOTICE)\b|\b[Ii]nfo\s+:|^\[?[IDW]\d{4} |\[[IDW] |\[[IDW]\d{4} |\w*Warning\b|\bWARNING\b|\b[Ww]arning:"
-    r"|\b[Dd]ebug\]|- debug\b|\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry"
+    rf"|\b[Dd]ebug\]|- debug\b|{_RETRY}"
 )
 # a line that says the program goes on despite what it reports, or that it is expected
 _GOES_ON = re.compile(
     r"\b(?:accepting|ignor(?:e|ed|ing)|continuing|falling back|fall(?:s)? back|proceeding|skipping|will be skipped)\b"
     r"|[Tt]his is (?:normal|expected)|[Ii]t is expected|is expected if|can be (?:safely )?ignored"
 )
+# the same, or a retry: whatever the record's level
+_GOES_ON_OR_RETRIES = re.compile(f"{_GOES_ON.pattern}|{_RETRY}")
 # a help text that lists what may have caused the failure: its words are guesses, not the cause
 _HEDGED = re.compile(r"\b(?:[Uu]sually|[Pp]ossibly|[Oo]ften|may be|might be|could be|can be) (?:due to|caused by)\b")
 # closed vocabularies: the CUDA runtime's and driver's error strings, NCCL's results, the CUDA
@@ -66,12 +70,9 @@ def reports_failure(message: str, text: str = "") -> bool:
     return says_failure(message) is not None and not _NOT_FAILURE_LEVEL.search(text or message) and cueable(message)
 
 
-_RETRY = re.compile(r"\b[Rr]etry(?:ing)?\b|\bretries\b|[Tt]rying again|will retry")
-
-
 def goes_on(message: str) -> bool:
     """The line's words say the program goes on (or retries), whatever the record's level."""
-    return bool(_GOES_ON.search(message) or _RETRY.search(message))
+    return bool(_GOES_ON_OR_RETRIES.search(message))
 
 
 def carries_on(message: str, text: str = "") -> bool:
