@@ -99,8 +99,14 @@ class EvalResult:
                 )
         return rows
 
+    def decidable(self) -> EvalResult:
+        """The cases whose logs can name their cause: how well the analysis attributes what it can
+        see, apart from the failed excerpts that hold no failure line (`decidable: false`)."""
+        return EvalResult([r for r in self.results if r.decidable])
+
     def to_dict(self) -> dict[str, Any]:
         rank_acc, rank_n = self.rank_accuracy()
+        dec = self.decidable()
         sig_rec, sig_n = self.signature_recall()
         return {
             "cases": len(self.results),
@@ -110,6 +116,8 @@ class EvalResult:
             "cases_with_rank": rank_n,
             "undecidable": sum(not r.decidable for r in self.results),
             "undecidable_unknown": sum(not r.decidable and r.predicted == "unknown" for r in self.results),
+            "decidable_accuracy": round(dec.accuracy(), 4),
+            "decidable_macro_f1": round(dec.macro_f1(), 4),
             "expected_signature_recall": round(sig_rec, 4),
             "per_category": self.per_category(),
             "confusion": self.confusion(),
@@ -174,6 +182,8 @@ def render_text(result: EvalResult) -> str:
         f"first failing rank accuracy: {d['first_failure_rank_accuracy']:.1%} (of {d['cases_with_rank']} cases with a labeled rank)",
         f"undecidable cases (the logs cannot name the cause; `unknown` counts as right): {d['undecidable']}, "
         f"answered unknown: {d['undecidable_unknown']}",
+        f"decidable cases only ({d['cases'] - d['undecidable']}): accuracy {d['decidable_accuracy']:.1%}, "
+        f"macro-F1 {d['decidable_macro_f1']:.3f}",
         "",
         f"{'category':<18}{'precision':>10}{'recall':>8}{'f1':>7}{'n':>5}",
     ]

@@ -30,3 +30,21 @@ def test_unknown_counts_only_where_the_logs_cannot_decide() -> None:
     assert d["per_category"]["p2p"]["recall"] == 0.5
     assert "unknown" in d["per_category"] and d["per_category"]["unknown"]["support"] == 0
     assert d["confusion"]["p2p"] == {"p2p": 2, "unknown": 1, "none": 1}
+
+
+def test_decidable_figures_leave_out_the_cases_the_logs_cannot_decide() -> None:
+    result = EvalResult(
+        [
+            _result("a", "p2p", "none", decidable=False),
+            _result("b", "shm", "none", decidable=False),
+            _result("c", "p2p", "p2p"),
+            _result("d", "shm", "p2p"),
+            _result("e", "none", "none"),
+        ]
+    )
+    d = result.to_dict()
+    assert d["accuracy"] == 0.4
+    # without a and b: c and e right, d wrong; p2p f1 2/3, shm 0, none 1
+    assert d["decidable_accuracy"] == round(2 / 3, 4)
+    assert d["decidable_macro_f1"] == round((round(2 / 3, 3) + 0.0 + 1.0) / 3, 4)
+    assert d["macro_f1"] < d["decidable_macro_f1"]
