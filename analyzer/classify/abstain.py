@@ -54,6 +54,10 @@ _SAYS_FAILURE = re.compile(
     # assert or glog CHECK, a C++ exception that reached std::terminate
     rf"|^{EXCEPTION_NAME}{TF1_SUFFIX}(?::\s|$)"
     r"|Assertion [`'].*[`'] failed|\bCheck failed\b|terminate called after throwing|^what\(\):"
+    # a framework's report that an exception ended a thread, a process or one of its components
+    # (RETURNN's "Unhandled exception <class 'RuntimeError'> in thread ...", sglang's "Scheduler hit
+    # an exception: ...", Node's and Java's "Uncaught exception")
+    r"|\b[Uu]nhandled exception\b|\b[Uu]ncaught exception\b|\bhit an exception\b"
     # NCCL's result strings (ncclGetErrorString, src/init.cc 2.3-2.30), quoted by whatever called
     # NCCL (c10d, Horovod, XLA, TensorFlow) when a call returned that error; the generic "internal
     # error" and "invalid argument" are left out

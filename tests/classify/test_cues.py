@@ -57,6 +57,7 @@ def test_the_narrower_words_win_a_tie() -> None:
         ("ERROR: the shard writer stopped: the disk is full", "storage"),
         ("RuntimeError: DataStore client: Connection refused by 10.0.0.7:29400", "network"),
         ("ERROR: shard 4 download stopped: 504 Gateway Time-out", "network"),
+        ("ERROR: upload of shard 3 stopped: 503 Service Unavailable", "network"),
         ("mylib.AllocError: device allocator ran out of memory (requested 2.0 GiB)", "oom_cascade"),
         ("ERROR: rank 3 is stuck in the allreduce; aborting", "hang"),
         ("CustomOpError: this kernel has no binary for sm_90; rebuild it for your GPU", "version_mismatch"),
@@ -81,8 +82,6 @@ def test_a_failure_in_unseen_words_is_named_by_its_cue(tmp_path: Path, line: str
         # the closed vocabularies were judged message by message: their undecidable codes stay unknown
         "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:825, unhandled system error, NCCL version 2.7.8",
         'CUDA error at train.cu:42 code=999(cudaErrorUnknown) "cudaDeviceSynchronize()"',
-        # an HTTP 500 is the remote service's own fault, whatever its URL
-        "huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: https://huggingface.co/api/x",
         # vLLM's RPC is not a collective
         "ERROR 08-14 12:08:39 [core.py:654] Invocation of collective_rpc method failed",
     ],

@@ -48,7 +48,7 @@ def test_statuses() -> None:
     assert evaluate(_msg("none", "node1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read"), SIGS).status == "benign"
     assert evaluate(_msg("none", nccl_oom), SIGS).status == "wrong"
     assert evaluate(_msg("unknown", "a line no signature knows"), SIGS).status == "unrecognised"
-    timeout = "[rank1]:[E626 06:24:44.925443925 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600004 milliseconds before timing out."
+    timeout = "[rank1]:[E626 06:24:44.925443925 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=190, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600004 milliseconds before timing out."
     assert evaluate(_msg("hang", timeout, role="symptom"), SIGS).status == "covered"
 
 

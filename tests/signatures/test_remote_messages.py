@@ -101,11 +101,22 @@ def test_retries_that_succeeded_are_no_failure(tmp_path: Path) -> None:
         "you keep seeing this error, you may use `torch.backends.cuda.preferred_linalg_library()` to try linear "
         "algebra operators with other supported backends.",
         "RuntimeError: CUDA NVRTC error: NVRTC_ERROR_COMPILATION",
-        "huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: "
-        "https://huggingface.co/api/datasets/c4/paths-info/main (Request ID: Root=1-65a1b2c3)",
     ],
 )
 def test_a_library_status_that_names_no_cause_is_not_a_program_bug(tmp_path: Path, exc_line: str) -> None:
     report = analyze(write_run(tmp_path, {"train.log": traceback_of(exc_line)}))
     assert report.verdict.category.value == "unknown"
+    assert "user_code.python_exception" not in report.verdict.signatures
+
+
+def test_a_server_error_of_the_hub_is_the_remote_service_not_the_program(tmp_path: Path) -> None:
+    # the request reached the service and the service failed it (HTTP 5xx): the job's remote
+    # dependency failed, network.remote_service, not a bug of the program that made the request
+    exc_line = (
+        "huggingface_hub.errors.HfHubHTTPError: 500 Server Error: Internal Server Error for url: "
+        "https://huggingface.co/api/datasets/c4/paths-info/main (Request ID: Root=1-65a1b2c3)"
+    )
+    report = analyze(write_run(tmp_path, {"train.log": traceback_of(exc_line)}))
+    assert report.verdict.category.value == "network"
+    assert "network.http_server_error" in report.verdict.signatures
     assert "user_code.python_exception" not in report.verdict.signatures
