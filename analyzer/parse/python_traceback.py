@@ -29,10 +29,11 @@ _LINKS = (
     "The above exception was the direct cause of the following exception:",
     "During handling of the above exception, another exception occurred:",
 )
-_FRAME = re.compile(r'^\s+File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')  # a lost opening quote: pasted logs
+_FRAME_TEXT = r'File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$'  # a lost opening quote: pasted logs
+_FRAME = re.compile(rf"^\s+{_FRAME_TEXT}")
 # a frame line that lost its indentation (a traceback pasted where leading blanks are dropped):
 # taken as a frame only inside a traceback, and the line after it as its source line
-_BARE_FRAME = re.compile(r'^File "?([^"]*)", line (\d+)(?:, in (.*))?\s*$')
+_BARE_FRAME = re.compile(f"^{_FRAME_TEXT}")
 # an exception line; Ray's wrapped exceptions name their cause in parentheses
 # (`ray.exceptions.RayTaskError(DistBackendError): ray::Actor.train() ...`)
 _EXC = re.compile(r"^([A-Za-z_][\w.]*(?:(?:(?<=Error)|(?<=Exception))\([A-Za-z_][\w.]*\))?)(?::\s?(.*))?$")
@@ -65,7 +66,7 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
         msg = p.message
         stripped = msg.strip()
         if state == "frames" and out and stripped and msg[:1] not in (" ", "\t"):
-            msg, source_next = _reindent(msg, source_next)
+            msg, source_next = _reindent(msg, stripped, source_next)
         else:
             source_next = False
         if not stripped:
@@ -119,13 +120,13 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
     return out, last, prefixes
 
 
-def _reindent(msg: str, source_next: bool) -> tuple[str, bool]:
+def _reindent(msg: str, stripped: str, source_next: bool) -> tuple[str, bool]:
     """A traceback line without indentation, given its indentation back where it is a frame
     (`File "...", line N, in f`) or the source line right after one (not the exception line):
     (the line, whether the next one is a source line)."""
     if _BARE_FRAME.match(msg):
         return "  " + msg, True
-    if source_next and msg.strip() != _HEADER and msg.strip() not in _LINKS:
+    if source_next and stripped != _HEADER and stripped not in _LINKS:
         name = msg.split(":", 1)[0]
         if not (_EXC.match(msg) and _EXC_NAME.search(name)):
             return "    " + msg, False
