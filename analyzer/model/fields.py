@@ -95,6 +95,7 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             "frame_functions",
             "frames",
             "py_callstack",
+            "raising_file",
             "start_line",
             "timestamp",
             "traceback",

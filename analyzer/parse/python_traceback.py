@@ -289,6 +289,8 @@ def parse_region(region: Region) -> list[Event]:
         "frames": [f"{f.file}:{f.line} {f.function or ''}".strip() for f in tb.frames],
         "frame_files": [f.file for f in tb.frames if f.file],
         "frame_functions": [f.function for f in tb.frames if f.function],
+        # the file of the innermost frame (frames are innermost first): where the exception was raised
+        "raising_file": tb.frames[0].file if tb.frames and tb.frames[0].file else None,
         "chained": [f"{c.exception.type}: {c.exception.message}" for c in tb.chained],
         "start_line": region.start,
         "traceback": tb,
