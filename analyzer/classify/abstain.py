@@ -58,6 +58,12 @@ _SAYS_FAILURE = re.compile(
     # (RETURNN's "Unhandled exception <class 'RuntimeError'> in thread ...", sglang's "Scheduler hit
     # an exception: ...", Node's and Java's "Uncaught exception")
     r"|\b[Uu]nhandled exception\b|\b[Uu]ncaught exception\b|\bhit an exception\b"
+    # a process reported as crashed (`Subprocess crashed, retrying...`); PaddlePaddle's crash
+    # report (`C++ Traceback (most recent call last):`, framework/.../enforce and signal handler);
+    # CTest's result of a failed test (`***Failed`, `***Exception: SegFault`, `***Timeout`);
+    # OpenSSH's word that the remote command was killed (clientloop.c: `Killed by signal %d.`)
+    r"|\b[Cc]rashed\b|^C\+\+ Traceback \(most recent call last\)|\*\*\*(?:Failed|Exception|Timeout)\b"
+    r"|^Killed by signal \d+\."
     # NCCL's result strings (ncclGetErrorString, src/init.cc 2.3-2.30), quoted by whatever called
     # NCCL (c10d, Horovod, XLA, TensorFlow) when a call returned that error; the generic "internal
     # error" and "invalid argument" are left out

@@ -26,6 +26,8 @@ CONTEXT_PATTERN = (
     # an exception's own line (`ImportError: ...`, `OSError: ...`, `EOFError: ...`), which
     # `\bError` does not see; a C++ one
     rf"|[A-Za-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
+    # a process reported as crashed, PaddlePaddle's C++ crash report
+    r"|\b[Cc]rashed\b|^C\+\+ Traceback \(most recent call last\)"
 )
 CONTEXT_CAP = 400
 # the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`,

@@ -125,6 +125,11 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
             "bus_id",
             "direction",
             "channel",
+            # collectives that differ across the ranks of one communicator (correlate/collectives.py)
+            "collective_mismatch",
+            "op_count",
+            "operations",
+            "odd_operation",
             "comm",
             "comm_id",
             "cuda_dev",

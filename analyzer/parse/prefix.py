@@ -21,6 +21,8 @@ _SRUN = re.compile(r"\s{0,4}(\d{1,5}): ")
 _HOST = re.compile(r"([A-Za-z][\w.-]*\d[\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): ")
 _RAY = re.compile(r"\((?:[\w.:<>-]+ )?pid=(\d+)(?:, ip=([\w.:-]+))?\)\s")
 _NCCL = re.compile(r"([\w.-]+):(\d+):(\d+) \[(\d+)\] (?=NCCL )")
+# docker compose's `service_1  | ` (v1) or `service-1  | ` (v2): the container's name, padded
+_COMPOSE = re.compile(r"([A-Za-z0-9][\w.-]*?[-_]\d+)\s+\| ?")
 # colour codes as a syslog daemon escapes them (rsyslog writes ESC as `#033`): `#033[2m(raylet)#033[0m`
 _SYSLOG_CODES = re.compile(r"#033\[[0-9;?]*[ -/]*[@-~]")
 _TIMES = (
@@ -92,6 +94,11 @@ def split_prefix(line: str) -> Prefix:
         if m and pid is None:
             pid = int(m.group(1))
             host = host or m.group(2)
+            rest = rest[m.end() :]
+            continue
+        m = _COMPOSE.match(rest)
+        if m and host is None:
+            host = m.group(1)
             rest = rest[m.end() :]
             continue
         m = _NCCL.match(rest)

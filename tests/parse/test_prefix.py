@@ -26,6 +26,12 @@ from analyzer.parse.prefix import split_prefix
         ),
         ("libnccl.so.2: cannot open shared object file", None, None, None, "libnccl.so.2: cannot open shared object file"),
         ("gpu-node-12.cluster.local: Traceback", None, None, "gpu-node-12.cluster.local", "Traceback"),
+        # docker compose's container column (v1 `name_1  | `, v2 `name-1  | `), the frame's indent kept
+        ('algo-1-xxsq9_1  |   File "/x.py", line 3, in f', None, None, "algo-1-xxsq9_1", '  File "/x.py", line 3, in f'),
+        ("trainer-2  | RuntimeError: boom", None, None, "trainer-2", "RuntimeError: boom"),
+        # a table's column separator is no container name
+        ("| epoch | loss |", None, None, None, "| epoch | loss |"),
+        ("loss 3 | acc 0.5", None, None, None, "loss 3 | acc 0.5"),
     ],
 )
 def test_prefixes(line: str, rank: int | None, local_rank: int | None, host: str | None, message: str) -> None:
