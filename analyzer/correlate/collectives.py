@@ -105,21 +105,13 @@ def _mismatch(
     odd_op, odd = ordered[0]
     first = ops[odd[0]][count][1]
     message = f"NCCL collectives differ across the ranks of one communicator ({group}) at opCount {count:x}: " + "; ".join(parts)
-    return Event(
+    return first.derived(
         EventKind.NCCL,
-        first.loc,
-        first.text,
         message,
-        rank=first.rank,
-        host=first.host,
-        pid=first.pid,
-        time=first.time,
-        time_text=first.time_text,
-        fields={
+        {
             "collective_mismatch": True,
             "op_count": count,
             "operations": sorted(seen),
             "odd_operation": odd_op if len(odd) < max(len(v) for v in seen.values()) else None,
-            "source_kind": first.fields.get("source_kind"),
         },
     )

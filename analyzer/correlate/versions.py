@@ -56,23 +56,10 @@ def version_skew_events(events: list[Event]) -> list[Event]:
             parts.append(f"{value} on {where}")
         message = f"{name} versions differ across the job: " + "; ".join(parts)
         out.append(
-            Event(
+            first.derived(
                 EventKind.VERSION,
-                first.loc,
-                first.text,
                 message,
-                rank=first.rank,
-                host=first.host,
-                pid=first.pid,
-                time=first.time,
-                time_text=first.time_text,
-                fields={
-                    "skew": True,
-                    "component": name,
-                    "versions": sorted(seen),
-                    "minority": minority_value,
-                    "source_kind": first.fields.get("source_kind"),
-                },
+                {"skew": True, "component": name, "versions": sorted(seen), "minority": minority_value},
             )
         )
     return out

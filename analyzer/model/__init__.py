@@ -178,6 +178,22 @@ class Event:
         if type(self.fields) is not Fields:
             object.__setattr__(self, "fields", Fields(self.fields))
 
+    def derived(self, kind: EventKind, message: str, fields: dict[str, Any]) -> Event:
+        """An event the correlate stage makes from this one (a version skew, collectives that
+        differ): at its line, with its place (rank, host, pid, time), its source kind kept."""
+        return Event(
+            kind,
+            self.loc,
+            self.text,
+            message,
+            rank=self.rank,
+            host=self.host,
+            pid=self.pid,
+            time=self.time,
+            time_text=self.time_text,
+            fields={**fields, "source_kind": self.fields.get("source_kind")},
+        )
+
     def get(self, name: str) -> Any:
         """A field by name, as signatures see it."""
         if name in ("message", "text", "kind", "rank", "host", "pid"):
