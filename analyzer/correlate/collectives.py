@@ -25,7 +25,6 @@ _COLL = re.compile(
     r"\bNCCL INFO (?P<op>[A-Z]\w+): opCount (?P<count>[0-9a-f]+) sendbuff \S+ recvbuff \S+ count (?P<n>\d+)"
     r".*?\bcomm (?P<comm>0x[0-9a-f]+) \[nranks=(?P<nranks>\d+)\]"
 )
-_INIT = re.compile(r"\bcomm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+)\b.*?\bcommId (?P<id>0x[0-9a-f]+)")
 
 _Proc = tuple[str | None, int | None]
 
@@ -49,11 +48,11 @@ def collective_mismatch_events(events: list[Event]) -> list[Event]:
             key = (proc, m["comm"])
             sizes[key] = int(m["nranks"])
             ops[key].setdefault(int(m["count"], 16), (m["op"], e))
-        elif "commId" in e.message:
-            m = _INIT.search(e.message)
-            if m is not None:
-                comm_ids[(proc, m["comm"])] = m["id"]
-                ranks[(proc, m["comm"])] = int(m["rank"])
+        elif isinstance(e.fields.get("comm_id"), str) and isinstance(e.fields.get("comm"), str):
+            # the NCCL parser's reading of the init line (`comm 0x... rank R nranks N ... commId 0x...`)
+            comm_ids[(proc, e.fields["comm"])] = e.fields["comm_id"]
+            if isinstance(e.rank, int):
+                ranks[(proc, e.fields["comm"])] = e.rank
     groups: dict[str, list[tuple[_Proc, str]]] = defaultdict(list)
     per_size: dict[tuple[_Proc, int], list[tuple[_Proc, str]]] = defaultdict(list)
     for key, size in sizes.items():

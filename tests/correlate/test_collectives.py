@@ -29,7 +29,14 @@ def _coll(host: str, pid: int, dev: int, op: str, count: int, comm: str, nranks:
 
 def _init(host: str, pid: int, comm: str, rank: int, comm_id: str, nranks: int = 4) -> Event:
     msg = f"NCCL INFO comm {comm} rank {rank} nranks {nranks} cudaDev {rank} nvmlDev {rank} busId 47000 commId {comm_id} - Init COMPLETE"
-    return Event(EventKind.NCCL, Location("nccl.log", 1), msg, msg, host=host, pid=pid, fields={"nccl_level": "INFO"})
+    fields = {
+        "nccl_level": "INFO",
+        "comm": comm,
+        "rank": rank,
+        "nranks": nranks,
+        "comm_id": comm_id,
+    }  # as the NCCL parser reads it
+    return Event(EventKind.NCCL, Location("nccl.log", 1), msg, msg, rank=rank, host=host, pid=pid, fields=fields)
 
 
 def test_the_same_collectives_on_every_rank_are_no_mismatch() -> None:
