@@ -117,7 +117,6 @@ KNOWN_CATEGORY_MISSES = {
     # eviction for low node memory read as memory, and a socket timeout that was a rank left behind
     "real/real-nk-022": "none",
     "real/real-nk-040": "none",
-    "real/real-nk-120": "none",
     "real/real-nk-121": "oom_cascade",
     "real/real-nk-122": "network",
     # the twelfth round (real-nl-*), after the changes made once it was scored: logs that show no
