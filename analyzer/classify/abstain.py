@@ -64,6 +64,12 @@ _SAYS_FAILURE = re.compile(
     # OpenSSH's word that the remote command was killed (clientloop.c: `Killed by signal %d.`)
     r"|\b[Cc]rashed\b|^C\+\+ Traceback \(most recent call last\)|\*\*\*(?:Failed|Exception|Timeout)\b"
     r"|^Killed by signal \d+\."
+    # a run console's or container tool's word that a process ended with a non-zero code or a
+    # signal: JetBrains IDEs' "Process finished with exit code 139 (interrupted by signal 11:
+    # SIGSEGV)" (ExecutionBundle's process.finished.with.exit.code), docker compose's
+    # "<service> exited with code 137" (its log printer)
+    r"|\bProcess finished with exit code [1-9]\d*\b|\binterrupted by signal \d+: SIG[A-Z]+\b"
+    r"|^[\w.-]+ exited with code [1-9]\d*$"
     # NCCL's result strings (ncclGetErrorString, src/init.cc 2.3-2.30), quoted by whatever called
     # NCCL (c10d, Horovod, XLA, TensorFlow) when a call returned that error; the generic "internal
     # error" and "invalid argument" are left out

@@ -28,6 +28,9 @@ CONTEXT_PATTERN = (
     rf"|[A-Za-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
     # a process reported as crashed, PaddlePaddle's C++ crash report
     r"|\b[Cc]rashed\b|^C\+\+ Traceback \(most recent call last\)"
+    # a run console's or container tool's word that a process ended with a non-zero code
+    # (JetBrains IDEs, docker compose: classify/abstain.py)
+    r"|\bexit(?:ed with)? code [1-9]\d*\b|\binterrupted by signal \d+\b"
 )
 CONTEXT_CAP = 400
 # the name of a Python exception, `RuntimeError`, `torch.distributed.DistBackendError`,

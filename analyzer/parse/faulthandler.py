@@ -12,13 +12,16 @@ from analyzer.parse._lark import load_parser
 from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
 from analyzer.parse.prefix import split_prefix
 
-TRIGGERS = (Trigger(r"Fatal Python error: ", block=300),)
+# the watchdog of faulthandler.dump_traceback_later (pytest's faulthandler_timeout, a job's own
+# stall guard): Modules/faulthandler.c, Python 3.3 to 3.13
+TIMEOUT = re.compile(r"^Timeout \((\d+:\d\d:\d\d)(?:\.\d+)?\)!$")
+TRIGGERS = (Trigger(r"Fatal Python error: ", block=300), Trigger(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", block=300))
 
 _SHAPE = re.compile(
-    r"^(?:Fatal Python error: .*|(?:Current thread|Thread) 0x[0-9a-fA-F]+.*\(most recent call first\):|"
-    r"Stack \(most recent call first\):|\s+File \".*\", line \d+ in .*|\s+<no Python frame>|\s*)$"
+    r"^(?:Fatal Python error: .*|Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!|(?:Current thread|Thread) 0x[0-9a-fA-F]+.*\(most recent call first\):|"
+    r"Stack \(most recent call first\):|\s*File \".*\", line \d+ in .*|\s+<no Python frame>|\s*)$"
 )
-_FRAME = re.compile(r'^\s+File "([^"]*)", line (\d+) in (.*)$')
+_FRAME = re.compile(r'^\s*File "([^"]*)", line (\d+) in (.*)$')
 _SIGNALS = {
     "Segmentation fault": "SIGSEGV",
     "Bus error": "SIGBUS",
@@ -35,7 +38,11 @@ class _ToModel(Transformer[Token, object]):
         return fatal, threads
 
     def fatal(self, items: list[Token]) -> str:
-        return str(items[0])[len("Fatal Python error: ") :].strip()
+        text = str(items[0])
+        return text[len("Fatal Python error: ") :].strip() if text.startswith("Fatal Python error: ") else text.strip()
+
+    def bare(self, items: list[object]) -> tuple[bool, Thread]:
+        return True, Thread(None, None, tuple(i for i in items if isinstance(i, Frame)), None)
 
     def thread(self, items: list[object]) -> tuple[bool, Thread]:
         header = str(items[0])
@@ -72,18 +79,23 @@ def parse_region(region: Region) -> list[Event]:
     if parsed is None:
         return [unparsed(region, 0, "faulthandler dump not understood")]
     fatal, threads = parsed
+    timeout = TIMEOUT.match(fatal or "")
+    if timeout:
+        fatal = None
     current = next((t for is_cur, t in threads if is_cur), threads[0][1] if threads else None)
     sig = next((s for k, s in _SIGNALS.items() if fatal and fatal.startswith(k)), None)
     frames = current.frames if current else ()
     fields: dict[str, object] = {
         "fatal_error": fatal,
+        # the dump of dump_traceback_later: the process had not finished after this long
+        "timeout": timeout.group(1) if timeout else None,
         "signal": sig,
         "threads": len(threads),
         "frames": [f"{f.file}:{f.line} {f.function}" for f in frames],
         "frame_files": [f.file for f in frames if f.file],
         "frame_functions": [f.function for f in frames if f.function],
     }
-    message = f"Fatal Python error: {fatal}" if fatal else "faulthandler dump"
+    message = f"Fatal Python error: {fatal}" if fatal else timeout.group(0) if timeout else "faulthandler dump"
     return [
         Event(
             kind=EventKind.FAULTHANDLER,
