@@ -118,7 +118,9 @@ FIELDS: Mapping[EventKind, frozenset[str]] = {
     ),
     EventKind.LAUNCHER_EXIT: frozenset({"exitcode", "local_rank", "pid", "record", "signal"}),
     EventKind.SIGNAL: frozenset({"exitcode", "local_rank", "pid", "process", "record", "signal", "signal_number", "teardown"}),
-    EventKind.FAULTHANDLER: frozenset({"fatal_error", "frame_files", "frame_functions", "frames", "signal", "threads", "timeout"}),
+    EventKind.FAULTHANDLER: frozenset(
+        {"fatal_error", "frame_files", "frame_functions", "frames", "signal", "threads", "timeout"}
+    ),
     EventKind.NCCL: frozenset(
         {
             *_NCCL_PREFIX,

@@ -87,14 +87,14 @@ def parse_region(region: Region) -> list[Event]:
     frames = current.frames if current else ()
     fields: dict[str, object] = {
         "fatal_error": fatal,
-        # the dump of dump_traceback_later: the process had not finished after this long
-        "timeout": timeout.group(1) if timeout else None,
         "signal": sig,
         "threads": len(threads),
         "frames": [f"{f.file}:{f.line} {f.function}" for f in frames],
         "frame_files": [f.file for f in frames if f.file],
         "frame_functions": [f.function for f in frames if f.function],
     }
+    if timeout:
+        fields["timeout"] = timeout.group(1)  # dump_traceback_later's dump: still running after this long
     message = f"Fatal Python error: {fatal}" if fatal else timeout.group(0) if timeout else "faulthandler dump"
     return [
         Event(
