@@ -130,6 +130,8 @@ def cue_lead(evidence: list[Event], findings: list[Finding]) -> CueLead | None:
     for e in evidence:
         if id(e) in named or (e.loc.file, e.loc.line) in named:
             continue
+        if e.kind is EventKind.UNPARSED and e.fields.get("cut_traceback"):
+            continue  # its line is the traceback's first (a frame's function names are no failure's words)
         text = e.message or e.text
         if not cueable(text):
             continue

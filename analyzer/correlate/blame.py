@@ -52,8 +52,13 @@ def stalled_rank(events: list[Event], findings: list[Finding]) -> tuple[int, str
     behind = _behind_in_flight_recorder(events)
     if behind is not None:
         return behind
-    timed_out = {
-        f.event.rank for f in findings if f.category is Category.HANG and f.role is not Role.CONTEXT and f.event.rank is not None
+    timed_out = {  # (a rank that reported a collective mismatch reached the collective: no wait)
+        f.event.rank
+        for f in findings
+        if f.category is Category.HANG
+        and f.role is not Role.CONTEXT
+        and f.event.rank is not None
+        and f.subcategory != "hang.collective_mismatch"
     }
     if not timed_out:
         return None

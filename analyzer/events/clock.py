@@ -1,6 +1,6 @@
 """Clock formats found in logs, turned into seconds since the epoch (UTC).
 
-Formats without a year (syslog, glog) take the year of the run (the most common full date
+Formats without a year (syslog, glog, vLLM's) take the year of the run (the most common full date
 seen in it); without any, the time is marked approximate. dmesg uptime stamps stay relative
 until a wall-clock anchor is known (see `anchor_uptime`).
 """
@@ -17,6 +17,8 @@ _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[ T_](\d{2}):(\d{2}):(\d{2})(?:[.,](
 _DMESG_T = re.compile(r"^[A-Z][a-z]{2} ([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})$")
 _SYSLOG = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})$")
 _GLOG = re.compile(r"^[IWEF](\d{1,2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
+# vLLM's logger: 05-29 16:44:33 (month-day, no year)
+_MONTH_DAY = re.compile(r"^(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
 _UPTIME = re.compile(r"^\d+\.\d+$")
 
 
@@ -56,7 +58,7 @@ def parse_time(text: str | None, year: int | None = None) -> tuple[float | None,
         return _ts(
             year or 1970, _MONTHS.get(m.group(1), 1), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5))
         ), year is None
-    m = _GLOG.match(text)
+    m = _GLOG.match(text) or _MONTH_DAY.match(text)
     if m:
         return _ts(
             year or 1970, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)), _frac(m.group(6))

@@ -86,7 +86,8 @@ def events_from_hits(hits: list[Hit], file: str, rank: int | None, host: str | N
             if IDENTITY_OWNER in hit.owners:
                 for name, value in IDENTITY_RE.findall(p.message):
                     fields[f"env_{name.lower()}"] = int(value)
-            parsed_here = [
+            # a traceback the log ends in is kept beside the line: it shows the failure
+            parsed_here = [e for e in parsed_here if e.fields.get("cut_traceback")] + [
                 Event(
                     EventKind.LINE,
                     Location(file, hit.line_no),

@@ -5,7 +5,7 @@ device, the time text. Handled: `[rank3]:` (PyTorch), `[default3]:` (torchrun --
 log_line_prefix_template), `[1,3]<stderr>:` (Open MPI --tag-output), `3: ` (srun --label),
 `node7: ` (pdsh / DeepSpeed multi-node runner), Ray's worker prefix `(ActorName pid=N, ip=A)`
 (ray/_private/worker.py print_worker_logs), NCCL's `host:pid:tid [dev]`, and the common
-clock formats (ISO, Python logging, glog, syslog, dmesg uptime and `dmesg -T`); colour codes that a
+clock formats (ISO, Python logging, glog, vLLM's logger, syslog, dmesg uptime and `dmesg -T`); colour codes that a
 syslog daemon escaped (`#033[33m`) are dropped.
 """
 
@@ -35,6 +35,10 @@ _TIMES = (
     re.compile(r"([IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+)\s+(?P<pid>\d+)\s+[\w./-]+:\d+\]\s?"),
     # c10 logging: [E626 06:24:44.925443925 ProcessGroupNCCL.cpp:616] or [E ProcessGroupNCCL.cpp:563]
     re.compile(r"\[(?:([IWEF]\d{3,4} \d{2}:\d{2}:\d{2}(?:\.\d+)?)|[IWEF])\s*(?:[\w.]+:\d+)?\]\s?"),
+    # vLLM's logger (vllm/logger.py, 0.2 to today: `%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]`,
+    # before 0.6 without the brackets' `[`; datefmt `%m-%d %H:%M:%S`), whose formatter repeats the
+    # prefix on every line of a multi-line record (a logged traceback): INFO 05-29 16:44:33 [core.py:58]
+    re.compile(r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?) \[?[\w./-]+:\d+\] ?"),
     # dmesg -T: [Wed May  1 12:34:56 2024]
     re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]\s?"),
     # dmesg raw: [ 1234.567890]

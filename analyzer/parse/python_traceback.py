@@ -22,6 +22,10 @@ from analyzer.parse.prefix import Prefix, split_prefix
 TRIGGERS = (
     Trigger(r"Traceback \(most recent call last\):", block=400),
     Trigger(r"^\s*File \"[^\"]+\", line \d+\s*$", block=6),  # a SyntaxError without a header
+    # a frame where no traceback's header came before (frames inside a parsed traceback are its
+    # own): what a log kept of a traceback whose start was cut off, or one whose header another
+    # prefix interrupted; a fragment is read only as a whole traceback or as one the log ends in
+    Trigger(r"File \"[^\"]+\", line \d+, in \S", block=400),
 )
 
 _HEADER = "Traceback (most recent call last):"
@@ -267,13 +271,32 @@ def parse_region(region: Region) -> list[Event]:
         whole = _whole_links(cut_lines)
         tb = parse_lines(whole) if whole else None
         cut_short = tb is not None
+    if (
+        tb is None
+        and first.message.strip() != _HEADER
+        and _FRAME.match(first.message)
+        and ", in " in first.message
+        and not at_end
+    ):
+        return []  # frames without a header or an exception line (a printed stack, say): no traceback
     if tb is None:
         if at_end and not any(_EXC.match(line.strip()) and not _FRAME.match(line) for line in cut_lines[1:]):
             # the log ends inside the traceback, before its exception line: a process died while it
             # printed it, or what was kept of the log stops there; either way an exception was on
             # its way out, and its type is lost
             ev = unparsed(region, 0, "traceback cut before its exception line: the log ends there")
-            return [replace(ev, fields={**ev.fields, "cut_traceback": True}, end_line=region.line_no(last))]
+            return [
+                replace(
+                    ev,
+                    message=first.message.strip(),
+                    rank=first.rank_or(region.source_rank),
+                    host=first.host or region.source_host,
+                    pid=first.pid,
+                    time_text=first.time_text,
+                    fields={**ev.fields, "cut_traceback": True},
+                    end_line=region.line_no(last),
+                )
+            ]
         note = "traceback header without frames" if not cut_lines else "traceback the grammar could not parse"
         return [unparsed(region, 0, note)]
     exc_line = region.line_no(last)

@@ -95,13 +95,11 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-ng-080": "storage",
     "real/real-ng-104": "unknown",
     # the eighth round (real-nh-*), after the changes made once it was scored: an end-of-epoch NCCL
-    # timeout hiding a rank-0 checkpoint error, an RPC timeout whose failing HBM is only in the
-    # thread, a DataLoader worker that
+    # timeout hiding a rank-0 checkpoint error, a DataLoader worker that
     # exited without a word on shared memory, a bus error from a half-downloaded library, a
     # std::bad_alloc fixed by matching torchcodec to torch, and a NET/OFI plugin that fell back to
     # sockets with an INFO line
     "real/real-nh-003": "hang",
-    "real/real-nh-022": "none",
     "real/real-nh-047": "unknown",
     "real/real-nh-087": "shm",
     "real/real-nh-091": "oom_cascade",
@@ -193,24 +191,20 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nr-105": "none",
     "real/real-nr-201": "user_code",
     "real/real-nr-304": "user_code",
-    # round 18 (real-ns-*), in-sample misses: three undecidable (a Horovod shutdown after one rank's
-    # early stop, application-class Xid 31/43 faults of a card later found faulty, NaN losses of a
-    # defective card) and two decidable: WorkNCCL records pasted reformatted onto several lines with
+    # round 18 (real-ns-*), in-sample misses: two undecidable (application-class Xid 31/43 faults
+    # of a card later found faulty, NaN losses of a defective card) and two decidable: WorkNCCL records pasted reformatted onto several lines with
     # no timeout line, and a kubelet eviction for low node memory that the thread calls the
     # scheduler's (real-nk-121 again; real-ne-046 labels the same message oom_cascade)
     "real/real-ns-302": "none",
-    "real/real-ns-601": "hang",
     "real/real-ns-801": "user_code",
     "real/real-ns-802": "oom_cascade",
     "real/real-ns-805": "none",
     # round 19 (real-nt-*), in-sample misses, all undecidable: a container's SIGKILL (exit 137)
     # that was its small /dev/shm, and logs that hold no failure line (debug prints of a stalled
-    # DataLoader, the middle of a vLLM worker's logged traceback cut before its header and its
-    # exception, Open MPI's warnings before an ACS crash, NCCL 2.3 INFO lines, TensorFlow INFO
+    # DataLoader, Open MPI's warnings before an ACS crash, NCCL 2.3 INFO lines, TensorFlow INFO
     # lines before a hang that a half-seated NVLink bridge caused)
     "real/real-nt-103": "oom_cascade",
     "real/real-nt-106": "none",
-    "real/real-nt-201": "none",
     "real/real-nt-202": "none",
     "real/real-nt-407": "none",
     "real/real-nt-501": "none",

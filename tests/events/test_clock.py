@@ -22,6 +22,9 @@ def test_yearless_formats_take_the_run_year() -> None:
     assert approx
     t, _ = parse_time("E626 06:24:44.9", 2024)
     assert format_time(t) == "2024-06-26T06:24:44.900Z"
+    t, approx = parse_time("05-29 16:44:33", 2025)  # vLLM's logger
+    assert format_time(t) == "2025-05-29T16:44:33.000Z" and not approx
+    assert parse_time("05-29 16:44:33")[1]
 
 
 def test_uptime_stays_relative() -> None:

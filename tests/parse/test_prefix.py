@@ -51,7 +51,17 @@ def test_nccl_prefix_gives_pid_and_device() -> None:
         ("[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 79", "1234.567890"),
         ("[rank1]:[E626 06:24:44.925443925 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog", "E626 06:24:44.925443925"),
         ("[Wed May  1 12:34:56 2024] NVRM: Xid", "Wed May  1 12:34:56 2024"),
+        # vLLM's logger, today's and before 0.6 (no `[` before the file)
+        ('ERROR 05-29 16:44:33 [multiproc_executor.py:874]   File "/x.py", line 3, in f', "05-29 16:44:33"),
+        ("INFO 06-10 12:00:00 llm_engine.py:161] Initializing an LLM engine", "06-10 12:00:00"),
     ],
 )
 def test_time_prefixes(line: str, time_text: str) -> None:
     assert split_prefix(line).time_text == time_text
+
+
+def test_vllm_record_prefix_is_peeled_off_every_line() -> None:
+    """vLLM's formatter repeats its prefix on each line of a multi-line record (a logged
+    traceback): what is left is the traceback's own line, indentation kept."""
+    p = split_prefix('(Worker_TP1 pid=912664) ERROR 05-29 16:44:33 [multiproc_executor.py:874]   File "/a.py", line 3, in f')
+    assert (p.pid, p.time_text, p.message) == (912664, "05-29 16:44:33", '  File "/a.py", line 3, in f')

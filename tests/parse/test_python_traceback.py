@@ -167,3 +167,37 @@ def test_rays_wrapped_exception_names_its_cause() -> None:
     assert tb.exception.message.startswith("ray::TrainRayActor.train()")
     # a call in parentheses is no exception line
     assert parse_text('Traceback (most recent call last):\n  File "a.py", line 1, in x\nprint(x)\n') == []
+
+
+def test_headerless_fragment_the_log_ends_in_is_a_cut_traceback() -> None:
+    """Frames whose traceback header was cut off, and the log ends in them: an exception was on its
+    way out; the event takes the first line's prefix (pid, time) and its own text."""
+    prefix = "(Worker_TP1 pid=912664) ERROR 05-29 16:44:33 [multiproc_executor.py:874] "
+    lines = [
+        prefix + '  File "/venv/vllm/lamport_workspace.py", line 300, in get_allreduce_workspace',
+        prefix + "    ws = LamportWorkspace(rank, world_size, comm_size, process_group)",
+        prefix + '  File "/venv/vllm/lamport_workspace.py", line 185, in init',
+        prefix + "    self._lamport = IpcBuffer(rank, world_size, lamport_total, process_group)",
+    ]
+    (ev,) = parse_region(Region("train.log", 4, tuple(lines), "python_traceback"))
+    assert ev.fields.get("cut_traceback") is True
+    assert (ev.end_line, ev.pid, ev.time_text) == (7, 912664, "05-29 16:44:33")
+    assert ev.message.startswith('File "/venv/vllm/lamport_workspace.py", line 300')
+
+
+def test_printed_stack_in_the_middle_of_a_log_is_no_traceback() -> None:
+    """Frames without a header or an exception line that the log goes on after (a stack printed by
+    traceback.print_stack, say) make no event: nothing says an exception was raised."""
+    lines = [
+        '  File "/home/u/train.py", line 14, in <module>',
+        "    main()",
+        '  File "/home/u/train.py", line 5, in main',
+        "    traceback.print_stack()",
+        "epoch 3 step 200 loss 0.41",
+        "epoch 3 step 300 loss 0.40",
+    ]
+    assert parse_region(Region("train.log", 1, tuple(lines), "python_traceback")) == []
+    # with an exception line after the frames it is a traceback, header or not
+    whole = [*lines[:4], "RuntimeError: boom"]
+    (ev,) = parse_region(Region("train.log", 1, tuple(whole), "python_traceback"))
+    assert ev.kind.value == "traceback" and ev.message == "RuntimeError: boom"
