@@ -42,7 +42,7 @@ _BARE_FRAME = re.compile(f"^{_FRAME_TEXT}")
 # (`ray.exceptions.RayTaskError(DistBackendError): ray::Actor.train() ...`)
 _EXC = re.compile(r"^([A-Za-z_][\w.]*(?:(?:(?<=Error)|(?<=Exception))\([A-Za-z_][\w.]*\))?)(?::\s?(.*))?$")
 _EXC_NAME = re.compile(r"(?:Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Iteration|Timeout)$")
-MAX_CONTINUATION = 8
+MAX_CONTINUATION = 12
 
 
 def _key(p: Prefix) -> tuple[object, ...]:
@@ -85,7 +85,12 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
             elif (
                 not after_blank
                 and continuation < MAX_CONTINUATION
-                and (_continues(msg) or _empty_message(out[-1]) and not _looks_like_record(msg))
+                and (
+                    _continues(msg)
+                    or _empty_message(out[-1])
+                    and not _looks_like_record(msg)
+                    or _next_section(msg, out[-1], lines[i + 1 : i + 2])
+                )
             ):
                 out[-1] = out[-1] + "\n" + msg
                 continuation += 1
@@ -135,6 +140,20 @@ def _reindent(msg: str, stripped: str, source_next: bool) -> tuple[str, bool]:
         if not (_EXC.match(msg) and _EXC_NAME.search(name)):
             return "    " + msg, False
     return msg, False
+
+
+def _next_section(msg: str, message: str, following: list[str]) -> bool:
+    """A line that heads the next section of a message laid out as titled, indented blocks
+    (Ray's version check: "Version mismatch: The cluster was started with:", its indented
+    versions, then "This process on node ... was started with:" and its own)."""
+    return (
+        msg.rstrip().endswith(":")
+        and "\n " in message
+        and message.rstrip().endswith(":") is False
+        and not _looks_like_record(msg)
+        and bool(following)
+        and split_prefix(following[0]).message.startswith((" ", "\t"))
+    )
 
 
 def _empty_message(exc_line: str) -> bool:

@@ -201,3 +201,22 @@ def test_printed_stack_in_the_middle_of_a_log_is_no_traceback() -> None:
     whole = [*lines[:4], "RuntimeError: boom"]
     (ev,) = parse_region(Region("train.log", 1, tuple(whole), "python_traceback"))
     assert ev.kind.value == "traceback" and ev.message == "RuntimeError: boom"
+
+
+def test_message_of_titled_indented_sections_is_one_message() -> None:
+    """An exception message laid out as titled sections of indented lines (Ray's version check)
+    is one message, and the log going on after it is not read as the process going on."""
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/opt/ray/python/ray/services.py", line 325, in check_version_info\n'
+        '    "    Cloudpickle: " + version_info[3])\n'
+        "Exception: Version mismatch: The cluster was started with:\n"
+        "    Ray: 0.2.2\n"
+        "    Python: 3.5.2\n"
+        "This process on node 10.0.0.2 was started with:\n"
+        "    Ray: 0.2.2\n"
+        "    Python: 3.6.1\n"
+        "worker exited\n"
+    )
+    (tb,) = parse_text(text)
+    assert tb.exception.message.endswith("This process on node 10.0.0.2 was started with:\n    Ray: 0.2.2\n    Python: 3.6.1")
