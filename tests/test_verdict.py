@@ -348,6 +348,25 @@ def test_what_follows_a_traceback_tells_whether_it_was_caught(
     assert analyze(write_run(tmp_path, {"rank0.log": log})).verdict.category.value == category
 
 
+def test_a_queue_feeder_threads_traceback_is_not_caught_by_the_output_after_it(tmp_path: Path) -> None:
+    """multiprocessing's queue feeder thread prints what it could not send and drops it: the main
+    process printing on is no sign that anything handled it."""
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.7/multiprocessing/queues.py", line 236, in _feed\n'
+        "    obj = _ForkingPickler.dumps(obj)\n"
+        '  File "/usr/lib/python3.7/site-packages/torch/multiprocessing/reductions.py", line 295, in reduce_storage\n'
+        "    fd, size = storage._share_fd_()\n"
+        "RuntimeError: unable to write to file </torch_5807_1602858868>\n"
+        "setting learning rate to: 0.00025\n"
+        "training start...\n"
+    )
+    assert analyze(write_run(tmp_path, {"train.log": log})).verdict.category.value == "shm"
+    # the same traceback from the program's own code, with its output going on: caught
+    own = log.replace("multiprocessing/queues.py", "job/loader.py")
+    assert analyze(write_run(tmp_path / "own", {"train.log": own})).verdict.category.value == "none"
+
+
 def test_terminal_view_splits_redraws_and_glued_messages() -> None:
     raw = b"a\n\x1b[31mERROR\x1b[0m: x\r\n 10%|#  | 1/10\r 20%|## | 2/10\rKilled\n100%|####| Killed\n"
     view, breaks, _ = terminal_view(raw)

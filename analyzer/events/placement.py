@@ -77,7 +77,7 @@ def placed(ev: Event, hit: Hit, file_rank: int | None) -> Event:
         extra["tee_rank"] = p.local_rank
         if p.rank is not None:
             extra["prefix_rank"] = p.rank
-    if ev.kind is EventKind.TRACEBACK and ev.end_line and _went_on(hit, ev.end_line, file_rank):
+    if ev.kind is EventKind.TRACEBACK and ev.end_line and not _feeder_thread(ev) and _went_on(hit, ev.end_line, file_rank):
         extra["caught"] = True  # its process printed on as before: the exception was handled
     at = (ev.loc.line or 0) - hit.line_no
     if 0 < at < len(hit.lines) and "quote" not in ev.fields:
@@ -123,6 +123,18 @@ def _stream(p: Prefix, file_rank: int | None) -> tuple[str, int] | None:
 # what a shell prints after the process is gone, not the process: a bare path or path list (an
 # `echo $LD_LIBRARY_PATH`), a prompt (`user@host:~$ ...`)
 _SHELL_LINE = re.compile(r"^(?:[/~][^\s]*|\S*@\S*[$#](?:\s.*)?)$")
+
+
+def _feeder_thread(ev: Event) -> bool:
+    """A traceback that a multiprocessing queue's feeder thread printed (CPython's
+    multiprocessing/queues.py `_feed`, 2.7 to today, prints what it failed to pickle or send and
+    drops the object): the process goes on, but what it sent is lost and the reader waits for it,
+    so the log going on afterwards is no sign that anything handled it."""
+    frames = ev.fields.get("frames")
+    if not isinstance(frames, list) or not frames:
+        return False
+    outermost = str(frames[-1])
+    return "multiprocessing/queues.py:" in outermost.replace("\\", "/") and outermost.endswith(" _feed")
 
 
 def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:

@@ -208,6 +208,9 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nt-202": "none",
     "real/real-nt-407": "none",
     "real/real-nt-501": "none",
+    # round 20 (real-nu-*), in-sample miss, undecidable: a device-side assert (index out of bounds)
+    # that upgrading mmcv and torch made go away
+    "real/real-nu-703": "user_code",
 }
 KNOWN_RANK_MISSES = {
     "lab/lab-hang-003": 1,
