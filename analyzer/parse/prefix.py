@@ -95,7 +95,8 @@ def split_prefix(line: str) -> Prefix:
             rest = rest[m.end() :]
             continue
         m = _RAY.match(rest)
-        if m and pid is None:
+        if m:
+            # nested actors (`(LLMRayActor pid=1) (EngineCore_DP0 pid=2) ...`): the innermost printed it
             pid = int(m.group(1))
             host = host or m.group(2)
             rest = rest[m.end() :]

@@ -26,6 +26,8 @@ TRIGGERS = (
     # own): what a log kept of a traceback whose start was cut off, or one whose header another
     # prefix interrupted; a fragment is read only as a whole traceback or as one the log ends in
     Trigger(r"File \"[^\"]+\", line \d+, in \S", block=400),
+    # IPython's (Jupyter's) verbose traceback: the exception's name, then the words right-aligned
+    Trigger(r"^[ \t]*[A-Za-z_][\w.]*[ \t]{2,}Traceback \(most recent call last\)[ \t]*$", block=400),
 )
 
 _HEADER = "Traceback (most recent call last):"
@@ -276,9 +278,83 @@ def _frame_before(lines: list[str], i: int) -> bool:
     return bool(_FRAME.match(prev) or prev.startswith((" ", "\t")) or prev.strip() == _HEADER)
 
 
+# IPython/core/ultratb.py VerboseTB (2.x to 9.x): a header `<ExcName>   Traceback (most recent call
+# last)` (no colon), frames `<file> in <func>(<args>)` (before 8.0) or `File <file>:<line>, in
+# <func>(<args>)` / `Cell In[3], line 1` (8.0+), each with numbered source lines (`---> 12`), and
+# the exception `<ExcName>: <message>` last
+_IPY_HEADER = re.compile(r"^\s*([A-Za-z_][\w.]*)\s{2,}Traceback \(most recent call last\)\s*$")
+_IPY_SOURCE = re.compile(r"^(?:\s|-*>\s*\d)")  # a frame's numbered source lines, `---> 12` the current one
+_IPY_FRAME_OLD = re.compile(r"^(\S.*?) in ([\w.<>]+)\(")
+_IPY_FRAME_NEW = re.compile(r"^(?:File (\S.*?):(\d+)|Cell In\[\d+\], line (\d+))(?:, in ([\w.<>]+))?")
+
+
+def _parse_ipython(region: Region, lines: list[str], first: Prefix, name: str) -> list[Event]:
+    """An IPython traceback: its exception's type from the header, its frames, and its message
+    from the exception line (a cut one, where the log ends before that line, keeps the type)."""
+    frames: list[Frame] = []
+    exc_message = ""
+    last = 0
+    found = False
+    for i, raw in enumerate(lines[1:], start=1):
+        msg = split_prefix(raw).message.rstrip()
+        if not msg.strip() or _IPY_SOURCE.match(msg) or set(msg) <= {"-"}:
+            last = i if msg.strip() else last
+            continue
+        new, old = _IPY_FRAME_NEW.match(msg), _IPY_FRAME_OLD.match(msg)
+        if new:
+            line = new.group(2) or new.group(3)
+            frames.append(Frame(function=new.group(4), file=new.group(1) or "<cell>", line=int(line) if line else None))
+        elif old:
+            frames.append(Frame(function=old.group(2), file=old.group(1)))
+        elif msg == name or msg.startswith(name + ":"):
+            exc_message = msg[len(name) + 1 :].strip()
+            last, found = i, True
+            break
+        else:
+            break
+        last = i
+    if not found and not _ends_the_log(lines, last):
+        return []  # a header the log goes on after without its exception: not read
+    frames.reverse()  # innermost first
+    tb = PyTraceback(exception=PyException(type=name, message=exc_message), frames=tuple(frames))
+    message = f"{name}: {exc_message}" if exc_message else name
+    fields: dict[str, object] = {
+        "exception_type": name,
+        "exception_message": exc_message,
+        "frames": [
+            f"{f.file}:{f.line} {f.function or ''}".strip() if f.line else f"{f.file} {f.function or ''}".strip() for f in frames
+        ],
+        "frame_files": [f.file for f in frames if f.file],
+        "frame_functions": [f.function for f in frames if f.function],
+        "raising_file": frames[0].file if frames and frames[0].file else None,
+        "chained": [],
+        "start_line": region.start,
+        "traceback": tb,
+    }
+    if not found:
+        fields["cut_traceback"] = True
+    return [
+        Event(
+            kind=EventKind.TRACEBACK,
+            loc=Location(region.file, region.line_no(last if found else 0)),
+            text=lines[0],
+            message=message,
+            rank=first.rank_or(region.source_rank),
+            host=first.host or region.source_host,
+            pid=first.pid,
+            time_text=first.time_text,
+            fields=fields,
+            end_line=region.line_no(last),
+        )
+    ]
+
+
 def parse_region(region: Region) -> list[Event]:
     lines = list(region.lines)
     first = split_prefix(lines[0])
+    ipython = _IPY_HEADER.match(first.message)
+    if ipython:
+        return _parse_ipython(region, lines, first, ipython.group(1))
     if first.message.strip() != _HEADER and not _FRAME.match(first.message):
         return []
     cut_lines, last, prefixes = cut(lines)

@@ -41,10 +41,6 @@ KNOWN_CATEGORY_MISSES = {
     # only the teardown after a failed or timed-out collective and the flight recorder's wait were
     # posted, not the timeout itself: lines that follow an NCCL error as they follow a timeout
     "real/real-bl-041": "unknown",
-    # the second held-out round (real-nb-*), its misses after the changes made once it was scored
-    # (see corpora/README.md): logs with no failure line (a test tool's header, an excerpt of a
-    # job's status)
-    "real/real-nb-079": "none",
     # the third round (real-nc-*): a hang with no line that names it
     "real/real-nc-007": "none",
     # the fourth round (real-nd-*), after the changes made once it was scored: NCCL's generic
@@ -167,15 +163,14 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-no-804": "none",
     "real/real-no-805": "none",
     "real/real-no-806": "none",
-    # round 15 (real-np-*), in-sample misses: three undecidable (a custom all-reduce 'invalid
+    # round 15 (real-np-*), in-sample misses: two undecidable (a custom all-reduce 'invalid
     # argument' caused by an allocator setting, a glued FileNotFoundError on a directory that was not
-    # shared between nodes, vLLM's logged collective_rpc failure caused by a version pairing) and one
+    # shared between nodes) and one
     # label that differs from an earlier thread's: a pickle whose first byte is '<' (an HTML page in
     # its place) is storage in real-nb-026 and a failed download (network) here
     "real/real-np-102": "p2p",
     "real/real-np-303": "none",
     "real/real-np-305": "storage",
-    "real/real-np-405": "none",
     # round 16 (real-nq-*), in-sample misses: three undecidable (a first-collective timeout whose
     # timeout line was wrapped onto two lines in the paste, a peft ValueError and NCCL's duplicate-GPU
     # error whose cause was a package version) and one decidable: Colab's log viewer lists the newest
@@ -185,10 +180,11 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nq-505": "user_code",
     "real/real-nq-907": "user_code",
     # round 17 (real-nr-*), in-sample misses: two undecidable (IPython's traceback of a KeyboardInterrupt
-    # into a first .cuda() call that hung, a NoneType error inside DeepSpeed's checkpoint loading whose
+    # into a first .cuda() call that hung: the user's interrupt, read as the job stopped from outside;
+    # a NoneType error inside DeepSpeed's checkpoint loading whose
     # cause was the DeepSpeed version) and one decidable: a keyword that the installed accelerate's
     # method does not take yet (only the call site is in the traceback, so a typo reads the same)
-    "real/real-nr-105": "none",
+    "real/real-nr-105": "scheduler",
     "real/real-nr-201": "user_code",
     "real/real-nr-304": "user_code",
     # round 18 (real-ns-*), in-sample misses: two undecidable (application-class Xid 31/43 faults

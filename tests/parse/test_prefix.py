@@ -65,3 +65,10 @@ def test_vllm_record_prefix_is_peeled_off_every_line() -> None:
     traceback): what is left is the traceback's own line, indentation kept."""
     p = split_prefix('(Worker_TP1 pid=912664) ERROR 05-29 16:44:33 [multiproc_executor.py:874]   File "/a.py", line 3, in f')
     assert (p.pid, p.time_text, p.message) == (912664, "05-29 16:44:33", '  File "/a.py", line 3, in f')
+
+
+def test_nested_ray_prefixes_give_the_innermost_process() -> None:
+    """An actor's subprocess logs through its parent (`(LLMRayActor pid=1) (EngineCore_DP0 pid=2) ...`):
+    both prefixes come off, and the pid is the one that printed the line."""
+    p = split_prefix("(LLMRayActor pid=585804) (EngineCore_DP0 pid=586112) ERROR 03-05 00:25:45 [core.py:1094] boom")
+    assert (p.pid, p.time_text, p.message) == (586112, "03-05 00:25:45", "boom")

@@ -220,3 +220,37 @@ def test_message_of_titled_indented_sections_is_one_message() -> None:
     )
     (tb,) = parse_text(text)
     assert tb.exception.message.endswith("This process on node 10.0.0.2 was started with:\n    Ray: 0.2.2\n    Python: 3.6.1")
+
+
+def test_ipython_tracebacks_before_and_since_8() -> None:
+    """IPython's verbose traceback: the type in the header, frames as `<file> in <func>(...)` (7.x) or
+    `File <file>:<line>, in <func>(...)` / `Cell In[n], line m` (8.x), the exception line last."""
+    old = [
+        "---------------------------------------------------------------------------",
+        "RuntimeError                              Traceback (most recent call last)",
+        "<ipython-input-3-1f2e> in <module>()",
+        "----> 1 model.cuda()",
+        "",
+        "/opt/conda/lib/python3.7/site-packages/torch/nn/modules/module.py in cuda(self, device)",
+        "    457         return self._apply(lambda t: t.cuda(device))",
+        "",
+        "RuntimeError: CUDA error: out of memory",
+        "next cell output",
+    ]
+    (ev,) = parse_region(Region("nb.log", 2, tuple(old[1:]), "python_traceback"))
+    assert ev.kind.value == "traceback" and ev.message == "RuntimeError: CUDA error: out of memory"
+    assert ev.loc.line == 9 and ev.fields["frame_functions"] == ["cuda", "<module>"]
+    new = [
+        "OutOfMemoryError                          Traceback (most recent call last)",
+        "Cell In[4], line 2",
+        "      1 x = torch.empty(1 << 40, device='cuda')",
+        "File /opt/conda/lib/python3.11/site-packages/torch/cuda/memory.py:12, in alloc(n)",
+        "---> 12     return torch.empty(n, device='cuda')",
+        "",
+        "OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 GiB.",
+    ]
+    (ev,) = parse_region(Region("nb.log", 1, tuple(new), "python_traceback"))
+    assert ev.fields["exception_type"] == "OutOfMemoryError"
+    assert ev.fields["frames"][0] == "/opt/conda/lib/python3.11/site-packages/torch/cuda/memory.py:12 alloc"
+    # a header whose exception line never comes, the log going on: nothing
+    assert parse_region(Region("nb.log", 1, (new[0], new[1], "some other output", "more output"), "python_traceback")) == []
