@@ -28,6 +28,12 @@ class Trigger:
     pattern: str
     block: int = 0  # how many following lines to hand over with the matching line
     ignore_case: bool = False
+    # triggers of one parser that share a `run` name make a run of their lines; a `continues`
+    # trigger within `gap` lines of the run's last line is part of what the run's first hit
+    # handed over (the next frame of a traceback), and starts no region of its own
+    run: str = ""
+    continues: bool = False
+    gap: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,14 @@ from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
 from analyzer.parse.prefix import Prefix, split_prefix
 
 TRIGGERS = (
-    Trigger(r"Traceback \(most recent call last\):", block=400),
+    Trigger(r"Traceback \(most recent call last\):", block=400, run="tb"),
     Trigger(r"^\s*File \"[^\"]+\", line \d+\s*$", block=6),  # a SyntaxError without a header
     # a frame where no traceback's header came before (frames inside a parsed traceback are its
     # own): what a log kept of a traceback whose start was cut off, or one whose header another
     # prefix interrupted; a fragment is read only as a whole traceback or as one the log ends in
-    Trigger(r"File \"[^\"]+\", line \d+, in \S", block=400),
+    # (the frames after a header or a first frame are in what that hit handed over: a frame
+    # within 8 lines of the run's last line starts nothing)
+    Trigger(r"File \"[^\"]+\", line \d+, in \S", block=400, run="tb", continues=True, gap=8),
     # IPython's (Jupyter's) verbose traceback: the exception's name, then the words right-aligned
     Trigger(r"^[ \t]*[A-Za-z_][\w.]*[ \t]{2,}Traceback \(most recent call last\)[ \t]*$", block=400),
 )
@@ -373,7 +375,10 @@ def parse_region(region: Region) -> list[Event]:
         and ", in " in first.message
         and not at_end
     ):
-        return []  # frames without a header or an exception line (a printed stack, say): no traceback
+        # frames without a header or an exception line (a printed stack, say): no traceback; the
+        # region is still marked read, so its later frames do not each start another one
+        ev = unparsed(region, 0, "frames without a traceback header or an exception line")
+        return [replace(ev, end_line=region.line_no(last))]
     if tb is None:
         if at_end and not any(_EXC.match(line.strip()) and not _FRAME.match(line) for line in cut_lines[1:]):
             # the log ends inside the traceback, before its exception line: a process died while it

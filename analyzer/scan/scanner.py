@@ -57,6 +57,9 @@ class Pattern:
     owner: str  # the parser stem, or "signatures"
     block: int = 0  # following lines to capture
     ignore_case: bool = False
+    run: str = ""  # patterns of one owner whose lines make a run (see parse.base.Trigger)
+    continues: bool = False  # within `gap` lines of the run's last line: not this owner's hit
+    gap: int = 0
 
 
 @dataclass(slots=True)
@@ -231,6 +234,8 @@ class Scanner:
         self._pat_owner = [self._owner_ix[p.owner] for p in self.patterns]
         self._owner_names = list(self._owner_ix)
         self._all_ids = frozenset(range(len(self.patterns)))
+        # (pattern id, its owner's name, run name, continues, gap) of the patterns in runs
+        self._runs = [(i, p.owner, p.run, p.continues, p.gap) for i, p in enumerate(self.patterns) if p.run]
         self._multiline = [bool(_CAN_MATCH_NEWLINE.search(p.regex)) for p in self.patterns]
         self._bytes_res: dict[int, re.Pattern[bytes]] = {}
 
@@ -517,6 +522,29 @@ class Scanner:
             cut_starts = {view_offset(removed, c) for c in cut_starts}
         return buf, cut_starts, breaks, self._candidates(buf)
 
+    def _in_runs(
+        self, text: str, line_no: int, owners: tuple[str, ...], block: int, runs: dict[str, int]
+    ) -> tuple[tuple[str, ...], int]:
+        """The hit's owners and block once its runs are read: a line that continues a run (a
+        traceback's next frame) is left to the hit that began it, for its owner; its other
+        owners keep their patterns' block."""
+        dropped: set[str] = set()
+        for i, owner, run, continues, gap in self._runs:
+            if owner not in owners or owner in dropped or not self._str_res[i].search(text):
+                continue
+            last = runs.get(run)
+            runs[run] = line_no
+            if continues and last is not None and line_no - last <= gap:
+                dropped.add(owner)
+        if not dropped:
+            return owners, block
+        kept = tuple(o for o in owners if o not in dropped)
+        if not kept:
+            return kept, 0
+        ids = self._possible_ids(text)
+        others = [j for j in (self._all_ids if ids is None else ids) if self.patterns[j].owner not in dropped]
+        return kept, self._owners_among(text, others)[1]
+
     def _capped(self, owners: tuple[str, ...], per_owner: dict[str, int]) -> tuple[str, ...]:
         """The owners still under their cap (`caps`), counting this hit in `per_owner`."""
         if not per_owner:
@@ -552,6 +580,7 @@ class Scanner:
         only as far as its last blocks need. `part`: keep each hit's owners before the caps per
         owner (`uncapped`) for `join`, which applies them over the whole file."""
         result = ScanResult()
+        runs: dict[str, int] = {}  # run name -> the line of its last hit
         pending: list[Hit] = []
         per_owner: dict[str, int] = dict.fromkeys(self.caps, 0)
         line_base = 0  # lines before the current chunk
@@ -595,6 +624,10 @@ class Scanner:
                     seen_lines -= added_before(breaks, start) - added_before(breaks, seen_pos)
                 seen_pos = start
                 line_no = seen_lines + 1
+                if self._runs:
+                    owners, block = self._in_runs(text, line_no, owners, block, runs)
+                    if not owners:
+                        continue
                 uncapped = owners
                 owners = self._capped(owners, per_owner)
                 if owners:

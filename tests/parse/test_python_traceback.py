@@ -196,7 +196,8 @@ def test_printed_stack_in_the_middle_of_a_log_is_no_traceback() -> None:
         "epoch 3 step 200 loss 0.41",
         "epoch 3 step 300 loss 0.40",
     ]
-    assert parse_region(Region("train.log", 1, tuple(lines), "python_traceback")) == []
+    (ev,) = parse_region(Region("train.log", 1, tuple(lines), "python_traceback"))
+    assert ev.kind.value == "unparsed" and "cut_traceback" not in ev.fields and ev.end_line == 4
     # with an exception line after the frames it is a traceback, header or not
     whole = [*lines[:4], "RuntimeError: boom"]
     (ev,) = parse_region(Region("train.log", 1, tuple(whole), "python_traceback"))

@@ -199,6 +199,26 @@ def test_caps_per_owner(engine: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_a_run_of_lines_is_one_hit_for_its_owner(engine: str, tmp_path: Path) -> None:
+    """A line that continues a run (the next frame of a traceback) within its gap is left to the
+    hit that began the run: one block for a traceback of many frames, not one per frame; a frame
+    after a longer gap begins a run of its own, and another owner of a continuing line keeps it."""
+    patterns = [
+        Pattern(r"Traceback \(most recent", "tb", 50, run="tb:r"),
+        Pattern(r'File "[^"]+", line \d+, in \S', "tb", 50, run="tb:r", continues=True, gap=3),
+        Pattern(r"secret\.py", "signatures"),
+    ]
+    frames = b"".join(b'  File "/a%d.py", line %d, in f\n    x()\n' % (i, i) for i in range(200))
+    data = b"Traceback (most recent call last):\n" + frames + b'  File "/secret.py", line 1, in g\n'
+    data += b"ValueError: boom\n" + b"other\n" * 10 + b'  File "/b.py", line 3, in h\n    y()\n'
+    got = _run(engine, data, patterns=patterns, tmp=tmp_path)
+    tb_hits = [n for n, o, _ in got if "tb" in o]
+    assert tb_hits == [1, 414]  # the header's, then the fragment after ten other lines
+    assert [(n, o) for n, o, _ in got if "signatures" in o] == [(402, ("signatures",))]
+    assert len(next(lines for n, o, lines in got if n == 1)) == 51
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_many_matches_on_one_line(engine: str, tmp_path: Path) -> None:
     data = b"x\n" + b"Error " * 20000 + b"\n" + b"out of memory " * 3000 + b"\nx\n"
     got = _run(engine, data, tmp=tmp_path)
