@@ -94,10 +94,7 @@ def build_scanner(line_patterns: Iterable[tuple[str, bool]], cue_patterns: Itera
 
 
 def _build_scanner(line_patterns: Iterable[tuple[str, bool]], cue_patterns: Iterable[tuple[str, bool]] = ()) -> Scanner:
-    patterns = [
-        Pattern(t.pattern, stem, t.block, t.ignore_case, run=f"{stem}:{t.run}" if t.run else "", continues=t.continues, gap=t.gap)
-        for stem, t in triggers()
-    ]
+    patterns = [Pattern(t.pattern, stem, t.block, t.ignore_case, t.continues) for stem, t in triggers()]
     seen: set[tuple[str, bool]] = set()
     for regex, icase in line_patterns:
         if (regex, icase) not in seen:

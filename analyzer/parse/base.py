@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from analyzer.model import Event, EventKind, Location, SourceKind
 from analyzer.model.serialize import event_data
+from analyzer.parse.prefix import Prefix
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +29,9 @@ class Trigger:
     pattern: str
     block: int = 0  # how many following lines to hand over with the matching line
     ignore_case: bool = False
-    # triggers of one parser that share a `run` name make a run of their lines; a `continues`
-    # trigger within `gap` lines of the run's last line is part of what the run's first hit
-    # handed over (the next frame of a traceback), and starts no region of its own
-    run: str = ""
-    continues: bool = False
-    gap: int = 0
+    # a line this trigger matches within `continues` lines of its parser's previous trigger line
+    # is part of what that line handed over (a traceback's next frame) and starts no region
+    continues: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +48,18 @@ class Region:
 
     def line_no(self, index: int) -> int:
         return self.start + index
+
+
+class Origin(TypedDict):
+    rank: int | None
+    host: str | None
+    pid: int | None
+    time_text: str | None
+
+
+def origin(p: Prefix, region: Region) -> Origin:
+    """Who printed a region and when, as its first line's prefixes say (else its file's path)."""
+    return Origin(rank=p.rank_or(region.source_rank), host=p.host or region.source_host, pid=p.pid, time_text=p.time_text)
 
 
 def unparsed(region: Region, index: int = 0, note: str = "") -> Event:

@@ -9,7 +9,7 @@ from lark.exceptions import LarkError
 
 from analyzer.model import Event, EventKind, Frame, Location, SourceKind, Thread
 from analyzer.parse._lark import load_parser
-from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
+from analyzer.parse.base import GrammarParser, Region, Trigger, origin, unparsed
 from analyzer.parse.prefix import split_prefix
 
 # the watchdog of faulthandler.dump_traceback_later (pytest's faulthandler_timeout, a job's own
@@ -102,10 +102,7 @@ def parse_region(region: Region) -> list[Event]:
             loc=Location(region.file, region.start),
             text=region.lines[0],
             message=message,
-            rank=first.rank_or(region.source_rank),
-            host=first.host or region.source_host,
-            pid=first.pid,
-            time_text=first.time_text,
+            **origin(first, region),
             fields=fields,
             end_line=region.start + len(body) - 1,
         )

@@ -16,18 +16,18 @@ from lark.exceptions import LarkError
 from analyzer.model import Event, EventKind, Frame, Location, PyException, PyTraceback, SourceKind
 from analyzer.model.serialize import PYTHON_FRAME_KEYS, frame_data
 from analyzer.parse._lark import load_parser
-from analyzer.parse.base import GrammarParser, Region, Trigger, unparsed
+from analyzer.parse.base import GrammarParser, Region, Trigger, origin, unparsed
 from analyzer.parse.prefix import Prefix, split_prefix
 
 TRIGGERS = (
-    Trigger(r"Traceback \(most recent call last\):", block=400, run="tb"),
+    Trigger(r"Traceback \(most recent call last\):", block=400),
     Trigger(r"^\s*File \"[^\"]+\", line \d+\s*$", block=6),  # a SyntaxError without a header
     # a frame where no traceback's header came before (frames inside a parsed traceback are its
     # own): what a log kept of a traceback whose start was cut off, or one whose header another
     # prefix interrupted; a fragment is read only as a whole traceback or as one the log ends in
-    # (the frames after a header or a first frame are in what that hit handed over: a frame
-    # within 8 lines of the run's last line starts nothing)
-    Trigger(r"File \"[^\"]+\", line \d+, in \S", block=400, run="tb", continues=True, gap=8),
+    # (the frames after a header or a first frame are in what that line handed over: a frame
+    # within 8 lines of the previous trigger line starts nothing)
+    Trigger(r"File \"[^\"]+\", line \d+, in \S", block=400, continues=8),
     # IPython's (Jupyter's) verbose traceback: the exception's name, then the words right-aligned
     Trigger(r"^[ \t]*[A-Za-z_][\w.]*[ \t]{2,}Traceback \(most recent call last\)[ \t]*$", block=400),
 )
@@ -153,7 +153,7 @@ def _next_section(msg: str, message: str, following: list[str]) -> bool:
     return (
         msg.rstrip().endswith(":")
         and "\n " in message
-        and message.rstrip().endswith(":") is False
+        and not message.rstrip().endswith(":")
         and not _looks_like_record(msg)
         and bool(following)
         and split_prefix(following[0]).message.startswith((" ", "\t"))
@@ -319,36 +319,44 @@ def _parse_ipython(region: Region, lines: list[str], first: Prefix, name: str) -
         return []  # a header the log goes on after without its exception: not read
     frames.reverse()  # innermost first
     tb = PyTraceback(exception=PyException(type=name, message=exc_message), frames=tuple(frames))
-    message = f"{name}: {exc_message}" if exc_message else name
+    at = region.line_no(last)
+    return [_traceback_event(region, lines, first, tb, at if found else region.start, at, cut=not found)]
+
+
+def _frame_text(f: Frame) -> str:
+    where = f"{f.file}:{f.line}" if f.line is not None else f"{f.file}"
+    return f"{where} {f.function or ''}".strip()
+
+
+def _traceback_event(
+    region: Region, lines: list[str], first: Prefix, tb: PyTraceback, line: int, end_line: int, cut: bool
+) -> Event:
+    """The event of a parsed traceback (at its exception line `line`); `cut`: the log ends
+    before its exception line, or in a later link of its chain."""
     fields: dict[str, object] = {
-        "exception_type": name,
-        "exception_message": exc_message,
-        "frames": [
-            f"{f.file}:{f.line} {f.function or ''}".strip() if f.line else f"{f.file} {f.function or ''}".strip() for f in frames
-        ],
-        "frame_files": [f.file for f in frames if f.file],
-        "frame_functions": [f.function for f in frames if f.function],
-        "raising_file": frames[0].file if frames and frames[0].file else None,
-        "chained": [],
+        "exception_type": tb.exception.type,
+        "exception_message": tb.exception.message,
+        "frames": [_frame_text(f) for f in tb.frames],
+        "frame_files": [f.file for f in tb.frames if f.file],
+        "frame_functions": [f.function for f in tb.frames if f.function],
+        # the file of the innermost frame (frames are innermost first): where the exception was raised
+        "raising_file": tb.frames[0].file if tb.frames and tb.frames[0].file else None,
+        "chained": [f"{c.exception.type}: {c.exception.message}" for c in tb.chained],
         "start_line": region.start,
         "traceback": tb,
     }
-    if not found:
+    if cut:
         fields["cut_traceback"] = True
-    return [
-        Event(
-            kind=EventKind.TRACEBACK,
-            loc=Location(region.file, region.line_no(last if found else 0)),
-            text=lines[0],
-            message=message,
-            rank=first.rank_or(region.source_rank),
-            host=first.host or region.source_host,
-            pid=first.pid,
-            time_text=first.time_text,
-            fields=fields,
-            end_line=region.line_no(last),
-        )
-    ]
+    message = f"{tb.exception.type}: {tb.exception.message}" if tb.exception.message else tb.exception.type
+    return Event(
+        kind=EventKind.TRACEBACK,
+        loc=Location(region.file, line),
+        text=lines[0],
+        message=message,
+        **origin(first, region),
+        fields=fields,
+        end_line=end_line,
+    )
 
 
 def parse_region(region: Region) -> list[Event]:
@@ -385,17 +393,9 @@ def parse_region(region: Region) -> list[Event]:
             # printed it, or what was kept of the log stops there; either way an exception was on
             # its way out, and its type is lost
             ev = unparsed(region, 0, "traceback cut before its exception line: the log ends there")
+            fields = {**ev.fields, "cut_traceback": True}
             return [
-                replace(
-                    ev,
-                    message=first.message.strip(),
-                    rank=first.rank_or(region.source_rank),
-                    host=first.host or region.source_host,
-                    pid=first.pid,
-                    time_text=first.time_text,
-                    fields={**ev.fields, "cut_traceback": True},
-                    end_line=region.line_no(last),
-                )
+                replace(ev, message=first.message.strip(), **origin(first, region), fields=fields, end_line=region.line_no(last))
             ]
         note = "traceback header without frames" if not cut_lines else "traceback the grammar could not parse"
         return [unparsed(region, 0, note)]
@@ -405,35 +405,7 @@ def parse_region(region: Region) -> list[Event]:
         if split_prefix(lines[i]).message.strip().startswith(tb.exception.type):
             exc_line = region.line_no(i)
             break
-    message = f"{tb.exception.type}: {tb.exception.message}" if tb.exception.message else tb.exception.type
-    fields: dict[str, object] = {
-        "exception_type": tb.exception.type,
-        "exception_message": tb.exception.message,
-        "frames": [f"{f.file}:{f.line} {f.function or ''}".strip() for f in tb.frames],
-        "frame_files": [f.file for f in tb.frames if f.file],
-        "frame_functions": [f.function for f in tb.frames if f.function],
-        # the file of the innermost frame (frames are innermost first): where the exception was raised
-        "raising_file": tb.frames[0].file if tb.frames and tb.frames[0].file else None,
-        "chained": [f"{c.exception.type}: {c.exception.message}" for c in tb.chained],
-        "start_line": region.start,
-        "traceback": tb,
-    }
-    if cut_short:
-        fields["cut_traceback"] = True  # the log ends in a later link, before its exception line
-    return [
-        Event(
-            kind=EventKind.TRACEBACK,
-            loc=Location(region.file, exc_line),
-            text=lines[0],
-            message=message,
-            rank=first.rank_or(region.source_rank),
-            host=first.host or region.source_host,
-            pid=first.pid,
-            time_text=first.time_text,
-            fields=fields,
-            end_line=region.line_no(last),
-        )
-    ]
+    return [_traceback_event(region, lines, first, tb, exc_line, region.line_no(last), cut=cut_short)]
 
 
 def _whole_links(cut_lines: list[str]) -> list[str]:

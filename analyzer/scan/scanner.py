@@ -57,9 +57,9 @@ class Pattern:
     owner: str  # the parser stem, or "signatures"
     block: int = 0  # following lines to capture
     ignore_case: bool = False
-    run: str = ""  # patterns of one owner whose lines make a run (see parse.base.Trigger)
-    continues: bool = False  # within `gap` lines of the run's last line: not this owner's hit
-    gap: int = 0
+    # within this many lines of its owner's previous hit, a line this pattern matches is not
+    # that owner's hit (it continues the previous one's block: parse.base.Trigger.continues)
+    continues: int = 0
 
 
 @dataclass(slots=True)
@@ -234,8 +234,9 @@ class Scanner:
         self._pat_owner = [self._owner_ix[p.owner] for p in self.patterns]
         self._owner_names = list(self._owner_ix)
         self._all_ids = frozenset(range(len(self.patterns)))
-        # (pattern id, its owner's name, run name, continues, gap) of the patterns in runs
-        self._runs = [(i, p.owner, p.run, p.continues, p.gap) for i, p in enumerate(self.patterns) if p.run]
+        # (pattern id, its owner's name, how near) of the patterns that continue their owner's hits
+        self._continuing = [(i, p.owner, p.continues) for i, p in enumerate(self.patterns) if p.continues]
+        self._run_owners = frozenset(owner for _, owner, _ in self._continuing)
         self._multiline = [bool(_CAN_MATCH_NEWLINE.search(p.regex)) for p in self.patterns]
         self._bytes_res: dict[int, re.Pattern[bytes]] = {}
 
@@ -523,18 +524,18 @@ class Scanner:
         return buf, cut_starts, breaks, self._candidates(buf)
 
     def _in_runs(
-        self, text: str, line_no: int, owners: tuple[str, ...], block: int, runs: dict[str, int]
+        self, text: str, line_no: int, owners: tuple[str, ...], block: int, last: dict[str, int]
     ) -> tuple[tuple[str, ...], int]:
-        """The hit's owners and block once its runs are read: a line that continues a run (a
-        traceback's next frame) is left to the hit that began it, for its owner; its other
-        owners keep their patterns' block."""
+        """The hit's owners and block once continuing lines are read (`last`: each such owner's
+        previous hit): a line that continues its owner's previous hit (a traceback's next frame)
+        is left to that hit; its other owners keep their patterns' block."""
         dropped: set[str] = set()
-        for i, owner, run, continues, gap in self._runs:
-            if owner not in owners or owner in dropped or not self._str_res[i].search(text):
-                continue
-            last = runs.get(run)
-            runs[run] = line_no
-            if continues and last is not None and line_no - last <= gap:
+        for owner in self._run_owners.intersection(owners):
+            previous = last.get(owner)
+            last[owner] = line_no
+            if previous is not None and any(
+                o == owner and line_no - previous <= near and self._str_res[i].search(text) for i, o, near in self._continuing
+            ):
                 dropped.add(owner)
         if not dropped:
             return owners, block
@@ -580,7 +581,7 @@ class Scanner:
         only as far as its last blocks need. `part`: keep each hit's owners before the caps per
         owner (`uncapped`) for `join`, which applies them over the whole file."""
         result = ScanResult()
-        runs: dict[str, int] = {}  # run name -> the line of its last hit
+        last_hit: dict[str, int] = {}  # owner with continuing patterns -> the line of its last hit
         pending: list[Hit] = []
         per_owner: dict[str, int] = dict.fromkeys(self.caps, 0)
         line_base = 0  # lines before the current chunk
@@ -624,8 +625,8 @@ class Scanner:
                     seen_lines -= added_before(breaks, start) - added_before(breaks, seen_pos)
                 seen_pos = start
                 line_no = seen_lines + 1
-                if self._runs:
-                    owners, block = self._in_runs(text, line_no, owners, block, runs)
+                if self._run_owners:
+                    owners, block = self._in_runs(text, line_no, owners, block, last_hit)
                     if not owners:
                         continue
                 uncapped = owners

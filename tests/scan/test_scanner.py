@@ -204,8 +204,8 @@ def test_a_run_of_lines_is_one_hit_for_its_owner(engine: str, tmp_path: Path) ->
     hit that began the run: one block for a traceback of many frames, not one per frame; a frame
     after a longer gap begins a run of its own, and another owner of a continuing line keeps it."""
     patterns = [
-        Pattern(r"Traceback \(most recent", "tb", 50, run="tb:r"),
-        Pattern(r'File "[^"]+", line \d+, in \S', "tb", 50, run="tb:r", continues=True, gap=3),
+        Pattern(r"Traceback \(most recent", "tb", 50),
+        Pattern(r'File "[^"]+", line \d+, in \S', "tb", 50, continues=3),
         Pattern(r"secret\.py", "signatures"),
     ]
     frames = b"".join(b'  File "/a%d.py", line %d, in f\n    x()\n' % (i, i) for i in range(200))
