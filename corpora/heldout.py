@@ -18,7 +18,8 @@ die where the case's lines are: every rank log and the console end at that point
 ranks' logs with the case's lines), so no later training line or "successfully finished" follows.
 
 A verdict is right when its category equals the label's; for a case whose ``case.yaml`` says
-``decidable: false`` (the logs alone cannot name the cause) ``unknown`` is right too.  The report
+``decidable: false`` (the logs alone cannot name the cause) ``unknown`` is right too, and for one
+whose ``case.yaml`` says ``failure_line: false`` (no kept line says that anything failed) ``none`` is.  The report
 gives every case's label and prediction with confidence, the accuracy, and the recall of every
 category.  The exit status is 0 when every case could be analyzed, 1 otherwise.
 """
@@ -56,6 +57,7 @@ class Case:
     rank: int | None
     decidable: bool
     files: list[Path]
+    failure_line: bool = True
 
 
 @dataclass
@@ -97,8 +99,9 @@ def load_cases(cases_dir: Path) -> list[Case]:
                 category=str(label["category"]),
                 subcategory=label.get("subcategory"),
                 rank=ff.get("rank") if isinstance(ff.get("rank"), int) else None,
-                decidable=label.get("decidable", True) is not False,
+                decidable=label.get("decidable", True) is not False and label.get("failure_line", True) is not False,
                 files=files,
+                failure_line=label.get("failure_line", True) is not False,
             )
         )
     return cases
@@ -125,6 +128,8 @@ def analyze(run_dir: Path, postmortem: list[str]) -> Prediction:
 
 def is_right(case: Case, pred: Prediction) -> bool:
     if pred.category == case.category:
+        return True
+    if not case.failure_line and pred.category == "none":
         return True
     return not case.decidable and pred.category == "unknown"
 

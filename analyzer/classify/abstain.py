@@ -87,8 +87,18 @@ _SAYS_FAILURE = re.compile(
 # whatever its cause. Not the WARN lines NCCL prints and goes on after (a setting it ignores, a
 # path it falls back from, a retry: `goes_on`), an InfiniBand event it calls non-fatal, or an optional
 # library it probes for and does without (`Failed to open libibverbs.so[.1]` on a node with no IB)
-_NCCL_WARN_FAILED = re.compile(r"\b(?:[Ff]ailed|[Ff]ailure|[Ee]rror|ERROR|[Mm]ismatched)\b")
-_NCCL_WARN_GOES_ON = re.compile(r"\bnon-fatal\b|\bFailed to open lib[\w.+-]*\.so\b")
+# NCCL's WARN lines that say it could not do what was asked (`Could not find NET with id 0`,
+# `Cannot create device communicator`, `Invalid rank requested`, `No transport found for rank`,
+# `Unknown netDevs policy`, `Message truncated`: src/graph, init.cc, transport.cc, 2.3 to today)
+# return an error to the caller after them, as the ones that name a failure do; NCCL's fallbacks
+# (`Cannot initialize CollNet, using point-to-point network instead`, `Unable to open
+# /tmp/topo.xml, not dumping topology`) say so
+_NCCL_WARN_FAILED = re.compile(
+    r"\b(?:[Ff]ailed|[Ff]ailure|[Ee]rror|ERROR|[Mm]ismatched)\b"
+    r"|\b(?:[Cc]ould not|[Cc]annot|[Cc]an't|[Uu]nable to|[Ii]nvalid|[Uu]nknown|[Nn]ot enough|truncated)\b"
+    r"|\b(?:not|[Nn]o \w+(?: \w+)?) found\b"
+)
+_NCCL_WARN_GOES_ON = re.compile(r"\bnon-fatal\b|\bFailed to open lib[\w.+-]*\.so\b|\busing [\w -]+ instead\b|, not \w+ing\b")
 # a CUDA call's error as its callers report it (`CUDA error 217 at ggml-cuda.cu:6292: ...`,
 # `Failed: Cuda error file.cuh:307 '...'`, `cuda runtime error (77) : ...`, `THCudaCheck FAIL`,
 # `hipErrorNoBinaryForGpu: ...`): a failure whatever the code, unless the line is a lower-level

@@ -25,16 +25,31 @@ class CaseResult:
     fired: list[str]
     split: str
     decidable: bool = True
+    failure_line: bool = True
 
     @property
     def scored(self) -> str:
-        """The prediction as scored: where the logs cannot decide (`decidable: false`), `unknown` is the
-        right answer and counts as the expected category, as in the blind-set scorer."""
-        return self.expected if not self.decidable and self.predicted == "unknown" else self.predicted
+        """The prediction as scored, as in the blind-set scorer: where the logs cannot decide
+        (`decidable: false`), `unknown` is right and counts as the expected category; where the kept
+        lines hold no line that says anything failed (`failure_line: false`: the failure is only in
+        the thread's words), `none` ("No failure found", what the analysis must say without failure
+        evidence) is right too."""
+        if not self.decidable and self.predicted == "unknown":
+            return self.expected
+        if not self.failure_line and self.predicted == "none":
+            return self.expected
+        return self.predicted
 
     @property
     def right(self) -> bool:
         return self.scored == self.expected
+
+    @property
+    def confidence_held(self) -> bool:
+        """Whether the verdict's confidence was borne out: a `none` verdict's confidence says how
+        often a run dir without failure evidence is a healthy job, so it holds only on a healthy
+        case (also where `none` is scored right because no kept line says anything failed)."""
+        return self.predicted == self.expected if self.predicted == "none" else self.right
 
 
 @dataclass
@@ -82,7 +97,8 @@ class EvalResult:
 
     def reliability(self, bins: int = 10) -> list[dict[str, Any]]:
         """Per confidence bin, how often the verdicts were right; `unknown` verdicts name no
-        category, so their confidence is no probability of being right and they are left out."""
+        category, so their confidence is no probability of being right and they are left out; a
+        `none` verdict counts as right only on a healthy case (`confidence_held`)."""
         named = [r for r in self.results if r.predicted != "unknown"]
         rows = []
         for b in range(bins):
@@ -94,7 +110,7 @@ class EvalResult:
                         "bin": f"{lo:.1f}-{hi:.1f}",
                         "n": len(members),
                         "mean_confidence": round(sum(r.confidence for r in members) / len(members), 3),
-                        "accuracy": round(sum(r.right for r in members) / len(members), 3),
+                        "accuracy": round(sum(r.confidence_held for r in members) / len(members), 3),
                     }
                 )
         return rows
@@ -116,6 +132,8 @@ class EvalResult:
             "cases_with_rank": rank_n,
             "undecidable": sum(not r.decidable for r in self.results),
             "undecidable_unknown": sum(not r.decidable and r.predicted == "unknown" for r in self.results),
+            "no_failure_line": sum(not r.failure_line for r in self.results),
+            "no_failure_line_none": sum(not r.failure_line and r.predicted == "none" for r in self.results),
             "decidable_accuracy": round(dec.accuracy(), 4),
             "decidable_macro_f1": round(dec.macro_f1(), 4),
             "expected_signature_recall": round(sig_rec, 4),
@@ -133,7 +151,13 @@ class EvalResult:
 
 def is_decidable(label: dict[str, Any]) -> bool:
     """A case's `decidable` (case.yaml): false where its logs alone cannot name the cause."""
-    return label.get("decidable", True) is not False
+    return label.get("decidable", True) is not False and has_failure_line(label)
+
+
+def has_failure_line(label: dict[str, Any]) -> bool:
+    """A case's `failure_line` (case.yaml): false where no kept line says that anything failed (an
+    excerpt of a failed job's informational output); such a case cannot be decidable either."""
+    return label.get("failure_line", True) is not False
 
 
 def find_cases(root: Path) -> list[Path]:
@@ -168,6 +192,7 @@ def evaluate(root: Path) -> EvalResult:
                 fired=sorted(fired),
                 split=str(label.get("split", "")),
                 decidable=is_decidable(label),
+                failure_line=has_failure_line(label),
             )
         )
     return out
@@ -182,6 +207,8 @@ def render_text(result: EvalResult) -> str:
         f"first failing rank accuracy: {d['first_failure_rank_accuracy']:.1%} (of {d['cases_with_rank']} cases with a labeled rank)",
         f"undecidable cases (the logs cannot name the cause; `unknown` counts as right): {d['undecidable']}, "
         f"answered unknown: {d['undecidable_unknown']}",
+        f"of them without any failure line (`none` counts as right): {d['no_failure_line']}, "
+        f"answered none: {d['no_failure_line_none']}",
         f"decidable cases only ({d['cases'] - d['undecidable']}): accuracy {d['decidable_accuracy']:.1%}, "
         f"macro-F1 {d['decidable_macro_f1']:.3f}",
         "",

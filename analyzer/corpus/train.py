@@ -21,7 +21,7 @@ from analyzer.classify.combine import combine
 from analyzer.classify.cues import CueLead
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
-from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases, is_decidable
+from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases, has_failure_line, is_decidable
 from analyzer.model import Category, Event, Finding
 from analyzer.pipeline import Options, collect
 from analyzer.report.build import first_rank
@@ -55,6 +55,7 @@ class Sample:
     expected_rank: int | None
     split: str
     decidable: bool = True  # `decidable: false` in case.yaml: the logs cannot name the cause
+    failure_line: bool = True  # `failure_line: false` in case.yaml: no kept line says anything failed
     single_process: bool = False
     events: list[Event] = field(default_factory=list)
     failed: bool = True  # the analysis found failure evidence (classify/abstain.py)
@@ -90,6 +91,7 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 ff.get("rank"),
                 str(label.get("split", "")),
                 is_decidable(label),
+                has_failure_line(label),
                 a.single_process,
                 a.events,
                 a.failed,
@@ -260,6 +262,7 @@ def cross_validate(root: Path, k: int = 5, exclude_splits: tuple[str, ...] = ())
                 sorted({f.signature for f in d.root_findings}),
                 s.split,
                 s.decidable,
+                s.failure_line,
             )
         )
     result.results.sort(key=lambda r: r.case)

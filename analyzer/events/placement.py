@@ -26,6 +26,8 @@ CONTEXT_PATTERN = (
     # an exception's own line (`ImportError: ...`, `OSError: ...`, `EOFError: ...`), which
     # `\bError` does not see; a C++ one
     rf"|[A-Za-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
+    # an exception raised without a message prints its name alone (`...api.SignalException`)
+    r"|^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[a-z](?:Error|Exception)\s*$"
     # a process reported as crashed, PaddlePaddle's C++ crash report
     r"|\b[Cc]rashed\b|^C\+\+ Traceback \(most recent call last\)"
     # a run console's or container tool's word that a process ended with a non-zero code

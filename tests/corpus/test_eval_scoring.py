@@ -1,13 +1,14 @@
 """`postmortem eval` scores a case the way the blind-set scorer does: where the logs cannot name the
-cause (`decidable: false`), `unknown` is the right answer; anywhere else it is a miss."""
+cause (`decidable: false`), `unknown` is the right answer; where no kept line says anything failed
+(`failure_line: false`), `none` is too; anywhere else they are misses."""
 
 from __future__ import annotations
 
 from analyzer.corpus.evaluate import CaseResult, EvalResult
 
 
-def _result(case: str, expected: str, predicted: str, decidable: bool = True) -> CaseResult:
-    return CaseResult(case, expected, predicted, 0.0, None, None, [], [], "heldout", decidable)
+def _result(case: str, expected: str, predicted: str, decidable: bool = True, failure_line: bool = True) -> CaseResult:
+    return CaseResult(case, expected, predicted, 0.0, None, None, [], [], "heldout", decidable, failure_line)
 
 
 def test_unknown_counts_only_where_the_logs_cannot_decide() -> None:
@@ -48,3 +49,29 @@ def test_decidable_figures_leave_out_the_cases_the_logs_cannot_decide() -> None:
     assert d["decidable_accuracy"] == round(2 / 3, 4)
     assert d["decidable_macro_f1"] == round((round(2 / 3, 3) + 0.0 + 1.0) / 3, 4)
     assert d["macro_f1"] < d["decidable_macro_f1"]
+
+
+def test_none_counts_only_where_no_kept_line_says_anything_failed() -> None:
+    result = EvalResult(
+        [
+            _result("a", "p2p", "none", decidable=False, failure_line=False),
+            _result("b", "p2p", "unknown", decidable=False, failure_line=False),
+            _result("c", "p2p", "hang", decidable=False, failure_line=False),
+            _result("d", "p2p", "none", decidable=False),
+            _result("e", "none", "none"),
+        ]
+    )
+    assert [r.right for r in result.results] == [True, True, False, False, True]
+    d = result.to_dict()
+    assert (d["no_failure_line"], d["no_failure_line_none"]) == (3, 1)
+    # the case with no failure line answered `none` counts for p2p, not for none
+    assert d["per_category"]["none"]["precision"] == 0.5
+    assert d["per_category"]["p2p"]["recall"] == 0.5
+
+
+def test_a_case_without_a_failure_line_is_never_decidable() -> None:
+    from analyzer.corpus.evaluate import has_failure_line, is_decidable
+
+    label = {"category": "p2p", "failure_line": False}
+    assert not has_failure_line(label) and not is_decidable(label)
+    assert is_decidable({"category": "p2p"}) and has_failure_line({"category": "p2p"})

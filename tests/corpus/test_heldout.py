@@ -63,3 +63,13 @@ def test_unknown_is_right_only_where_the_logs_cannot_decide() -> None:
     assert heldout.is_right(undecidable, unknown)
     assert not heldout.is_right(undecidable, heldout.Prediction("none", 0.9))
     assert heldout.is_right(decidable, heldout.Prediction("p2p", 0.8))
+
+
+def test_none_is_right_only_where_no_kept_line_says_anything_failed() -> None:
+    silent = heldout.Case("c", CASE, "p2p", None, None, False, [], failure_line=False)
+    undecidable = heldout.Case("b", CASE, "p2p", None, None, False, [])
+    none = heldout.Prediction("none", 0.49)
+    assert heldout.is_right(silent, none)
+    assert heldout.is_right(silent, heldout.Prediction("unknown", 0.0))
+    assert not heldout.is_right(silent, heldout.Prediction("hang", 0.9))
+    assert not heldout.is_right(undecidable, none)
