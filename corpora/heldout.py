@@ -39,6 +39,8 @@ from typing import Any
 
 import yaml
 
+from analyzer.corpus.labels import accepted, has_failure_line, is_decidable
+
 #: where the case's lines go in a rank log (fraction of its lines that come before them)
 INSERT_AT = 0.6
 #: seconds one ``postmortem analyze`` may take
@@ -99,9 +101,9 @@ def load_cases(cases_dir: Path) -> list[Case]:
                 category=str(label["category"]),
                 subcategory=label.get("subcategory"),
                 rank=ff.get("rank") if isinstance(ff.get("rank"), int) else None,
-                decidable=label.get("decidable", True) is not False and label.get("failure_line", True) is not False,
+                decidable=is_decidable(label),
                 files=files,
-                failure_line=label.get("failure_line", True) is not False,
+                failure_line=has_failure_line(label),
             )
         )
     return cases
@@ -127,11 +129,7 @@ def analyze(run_dir: Path, postmortem: list[str]) -> Prediction:
 
 
 def is_right(case: Case, pred: Prediction) -> bool:
-    if pred.category == case.category:
-        return True
-    if not case.failure_line and pred.category == "none":
-        return True
-    return not case.decidable and pred.category == "unknown"
+    return accepted(case.category, pred.category, case.decidable, case.failure_line)
 
 
 def rank_logs(background: Path) -> dict[int, Path]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from analyzer.corpus.labels import accepted, has_failure_line, is_decidable
 from analyzer.model import Category
 from analyzer.pipeline import Options, analyze
 
@@ -29,16 +30,10 @@ class CaseResult:
 
     @property
     def scored(self) -> str:
-        """The prediction as scored, as in the blind-set scorer: where the logs cannot decide
-        (`decidable: false`), `unknown` is right and counts as the expected category; where the kept
-        lines hold no line that says anything failed (`failure_line: false`: the failure is only in
-        the thread's words), `none` ("No failure found", what the analysis must say without failure
-        evidence) is right too."""
-        if not self.decidable and self.predicted == "unknown":
-            return self.expected
-        if not self.failure_line and self.predicted == "none":
-            return self.expected
-        return self.predicted
+        """The prediction as scored, as in the blind-set scorer: a verdict that counts as right
+        (`labels.accepted`: `unknown` where the logs cannot decide, `none` where no kept line says
+        anything failed) counts as the expected category."""
+        return self.expected if accepted(self.expected, self.predicted, self.decidable, self.failure_line) else self.predicted
 
     @property
     def right(self) -> bool:
@@ -147,17 +142,6 @@ class EvalResult:
             ],
             "errors": self.errors,
         }
-
-
-def is_decidable(label: dict[str, Any]) -> bool:
-    """A case's `decidable` (case.yaml): false where its logs alone cannot name the cause."""
-    return label.get("decidable", True) is not False and has_failure_line(label)
-
-
-def has_failure_line(label: dict[str, Any]) -> bool:
-    """A case's `failure_line` (case.yaml): false where no kept line says that anything failed (an
-    excerpt of a failed job's informational output); such a case cannot be decidable either."""
-    return label.get("failure_line", True) is not False
 
 
 def find_cases(root: Path) -> list[Path]:

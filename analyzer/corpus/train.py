@@ -21,7 +21,8 @@ from analyzer.classify.combine import combine
 from analyzer.classify.cues import CueLead
 from analyzer.classify.model import Model, from_dict
 from analyzer.classify.rules import Decision
-from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases, has_failure_line, is_decidable
+from analyzer.corpus.evaluate import CaseResult, EvalResult, find_cases
+from analyzer.corpus.labels import has_failure_line, is_decidable
 from analyzer.model import Category, Event, Finding
 from analyzer.pipeline import Options, collect
 from analyzer.report.build import first_rank

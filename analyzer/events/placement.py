@@ -27,7 +27,8 @@ CONTEXT_PATTERN = (
     # `\bError` does not see; a C++ one
     rf"|[A-Za-z](?:Error|Exception){TF1_SUFFIX}: |terminate called after throwing"
     # an exception raised without a message prints its name alone (`...api.SignalException`)
-    r"|^\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[a-z](?:Error|Exception)\s*$"
+    # (spaces as `[ \t]`: a `\s` would let the whole pattern match across lines, scanner.py)
+    r"|^[ \t]*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*[a-z](?:Error|Exception)[ \t]*$"
     # a process reported as crashed, PaddlePaddle's C++ crash report
     r"|\b[Cc]rashed\b|^C\+\+ Traceback \(most recent call last\)"
     # a run console's or container tool's word that a process ended with a non-zero code

@@ -5,6 +5,7 @@ cause (`decidable: false`), `unknown` is the right answer; where no kept line sa
 from __future__ import annotations
 
 from analyzer.corpus.evaluate import CaseResult, EvalResult
+from analyzer.corpus.labels import has_failure_line, is_decidable
 
 
 def _result(case: str, expected: str, predicted: str, decidable: bool = True, failure_line: bool = True) -> CaseResult:
@@ -70,8 +71,6 @@ def test_none_counts_only_where_no_kept_line_says_anything_failed() -> None:
 
 
 def test_a_case_without_a_failure_line_is_never_decidable() -> None:
-    from analyzer.corpus.evaluate import has_failure_line, is_decidable
-
     label = {"category": "p2p", "failure_line": False}
     assert not has_failure_line(label) and not is_decidable(label)
     assert is_decidable({"category": "p2p"}) and has_failure_line({"category": "p2p"})
