@@ -1,7 +1,8 @@
 """Clock formats found in logs, turned into seconds since the epoch (UTC).
 
 Formats without a year (syslog, glog, vLLM's) take the year of the run (the most common full date
-seen in it); without any, the time is marked approximate. dmesg uptime stamps stay relative
+seen in it); without any, the time is marked approximate (normalize then takes the year the
+files were last written). dmesg uptime stamps stay relative
 until a wall-clock anchor is known (see `anchor_uptime`).
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from datetime import UTC, datetime
 from statistics import median
 
 from analyzer.events.clock import parse_time, year_of
@@ -17,18 +18,38 @@ def run_year(events: list[Event]) -> int | None:
     return years.most_common(1)[0][0] if years else None
 
 
-def normalize(events: list[Event], source_hosts: dict[str, str | None] | None = None) -> tuple[list[Event], list[str]]:
+YEAR_FROM_FILES = "no year in the logs: the year the files were last written"
+
+
+def normalize(
+    events: list[Event], source_hosts: dict[str, str | None] | None = None, written: float | None = None
+) -> tuple[list[Event], list[str]]:
     """Clocks parsed, local ranks made global, hosts/pids/times shared within a rank, pid and bus
-    id joins; and the warnings that arose (local ranks that nothing maps)."""
+    id joins; and the warnings that arose (local ranks that nothing maps). WRITTEN is when the
+    run dir's files were last written (epoch seconds): where no line of the run gives a year, a
+    year-less time takes that year (the year before where that would put it after WRITTEN)."""
     year = run_year(events)
     out: list[Event] = []
     for e in events:
         if e.time is None and e.time_text:
             t, approx = parse_time(e.time_text, year)
-            e = replace(e, time=t, time_approx=approx)
+            if approx and t is not None and year is None and written is not None:
+                e = _year_from_files(e, written)
+            else:
+                e = replace(e, time=t, time_approx=approx)
         out.append(e)
     out, warnings = globalize(out, source_hosts)
     return date_events(join_identities(anchor_uptime(out))), warnings
+
+
+def _year_from_files(e: Event, written: float) -> Event:
+    end = datetime.fromtimestamp(written, UTC).year
+    for y in (end, end - 1):
+        t, _ = parse_time(e.time_text, y)
+        if t is not None and t <= written + 86400:  # a day of slack for clocks and time zones
+            return replace(e, time=t, time_approx=True, fields={**e.fields, "time_from": YEAR_FROM_FILES})
+    t, approx = parse_time(e.time_text, None)
+    return replace(e, time=t, time_approx=approx)
 
 
 def anchor_uptime(events: list[Event]) -> list[Event]:

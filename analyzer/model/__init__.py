@@ -252,6 +252,7 @@ class FirstFailure:
     pci_bus_id: str | None = None  # the GPU a hardware fault hit (domain:bus:device)
     gpu_index: int | None = None  # that GPU's index on its node, when an NCCL init line names the bus id
     rank_note: str | None = None  # where the rank comes from when no line names it (a one-process job)
+    time_note: str | None = None  # where an approximate time comes from
 
 
 @dataclass(frozen=True, slots=True)

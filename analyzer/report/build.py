@@ -74,6 +74,7 @@ def build_report(
             pci_bus_id=pci,
             gpu_index=gpu_index,
             rank_note=note,
+            time_note=time_note(root.event),
         )
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
@@ -91,7 +92,13 @@ def build_report(
             if shown:
                 e = shown[0]
                 first = FirstFailure(
-                    e.rank, e.host, e.time, e.loc.file, e.loc.line, time_approx=e.time_approx and e.time is not None
+                    e.rank,
+                    e.host,
+                    e.time,
+                    e.loc.file,
+                    e.loc.line,
+                    time_approx=e.time_approx and e.time is not None,
+                    time_note=time_note(e),
                 )
             if decision.category is Category.UNKNOWN:
                 title = "Root cause unknown"
@@ -172,6 +179,14 @@ def first_rank(
     if rank is None and single_process:
         rank = 0
     return rank, host
+
+
+def time_note(e: Event) -> str | None:
+    """Where an event's approximate time comes from, None where the time is its own."""
+    if not e.time_approx or e.time is None:
+        return None
+    source = e.fields.get("time_from")
+    return source if isinstance(source, str) else "placed by the lines around it"
 
 
 def _remediation(roots: list[Finding]) -> tuple[str, ...]:

@@ -209,7 +209,7 @@ def render_html(report: Report) -> str:
         fw = layout.first_when(report)
         out.append(
             f"<p>First failure: {_h(layout.first_who(ff.rank, ff.host, ff.rank_note))}, {escape(fw.stamp)}"
-            + (" (placed by the lines around it)" if fw.approx else "")
+            + escape(fw.approx_note)
             + (f", <code>{_n(layout.where(ff.file, ff.line))}</code>" if ff.file else "")
             + "</p>"
         )

@@ -35,6 +35,7 @@ def to_dict(report: Report) -> dict[str, Any]:
                 "pci_bus_id": ff.pci_bus_id,
                 "gpu_index": ff.gpu_index,
                 "rank_note": ff.rank_note,
+                "time_note": ff.time_note,
             },
             "remediation": list(v.remediation),
             "signatures": list(v.signatures),

@@ -97,6 +97,12 @@ class FirstWhen:
 
     time: float | None
     approx: bool  # borrowed from a neighbour or placed by the lines around it
+    note: str | None = None  # where an approximate time comes from
+
+    @property
+    def approx_note(self) -> str:
+        """' (where the time comes from)' for an approximate time, else ''."""
+        return f" ({self.note or 'placed by the lines around it'})" if self.approx else ""
 
     @property
     def stamp(self) -> str:
@@ -107,8 +113,8 @@ def first_when(report: Report) -> FirstWhen:
     ff = report.verdict.first_failure
     placed = next((p for p in placed_timeline(report) if p.is_root), None)
     if ff.time is not None:
-        return FirstWhen(ff.time, ff.time_approx)
-    return FirstWhen(placed.time if placed else None, ff.time_approx or (placed is not None and placed.approx))
+        return FirstWhen(ff.time, ff.time_approx, ff.time_note)
+    return FirstWhen(placed.time if placed else None, ff.time_approx or (placed is not None and placed.approx), ff.time_note)
 
 
 def followed(report: Report) -> list[tuple[str, str]]:

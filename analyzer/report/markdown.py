@@ -38,7 +38,7 @@ def render_markdown(report: Report) -> str:
     rows = [
         ("Run dir", md_cell(md_name(report.run_dir))),
         ("First failure", md_text(layout.first_who(ff.rank, ff.host, ff.rank_note))),
-        ("When", md_text(fw.stamp)),
+        ("When", md_text(fw.stamp + fw.approx_note)),
         ("Where", md_cell(md_name(layout.where(ff.file, ff.line))) if ff.file else "unknown"),
         ("Signatures", ", ".join(md_code(s) for s in v.signatures) or "none"),
         ("Fingerprint", md_code(v.fingerprint)),

@@ -103,9 +103,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
     fw = layout.first_when(report)
     anchor = fw.time
     if ff.file or ff.rank is not None or ff.host:
-        first = f"{layout.first_who(ff.rank, ff.host, ff.rank_note)}, {fw.stamp}" + (
-            " (placed by the lines around it)" if fw.approx else ""
-        )
+        first = f"{layout.first_who(ff.rank, ff.host, ff.rank_note)}, {fw.stamp}{fw.approx_note}"
         parts.append(_hang("First failure  ", first))
         card = layout.gpu(ff.pci_bus_id, ff.gpu_index)
         if card:

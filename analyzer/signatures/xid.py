@@ -162,7 +162,8 @@ def xid_findings(events: list[Event], table: Path | None = None) -> list[Finding
         else:
             role, category, confidence = Role.ROOT_CAUSE, info.category, info.confidence * (0.95 if via else 1.0)
         gpu = e.fields.get("pci") or "?"
-        who = f", pid {e.fields['pid']} ({e.fields.get('process')})" if e.fields.get("pid") else ""
+        process = e.fields.get("process")
+        who = (f", pid {e.fields['pid']}" + (f" ({process})" if process else "")) if e.fields.get("pid") else ""
         summary = f"Xid {number} {info.name} on GPU {gpu}{who}{via}: {info.meaning}"
         remediation = [info.action]
         if number == 154:
