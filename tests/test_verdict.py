@@ -367,6 +367,43 @@ def test_a_queue_feeder_threads_traceback_is_not_caught_by_the_output_after_it(t
     assert analyze(write_run(tmp_path / "own", {"train.log": own})).verdict.category.value == "none"
 
 
+@pytest.mark.parametrize(
+    ("frame", "exception", "category"),
+    [
+        (
+            '  File "/opt/venv/lib/python3.10/site-packages/submitit/core/job_environment.py", line 185, in checkpoint_and_try_requeue\n'
+            "    raise utils.UncompletedJobError(message)\n",
+            "submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not checkpointable.",
+            "scheduler",
+        ),
+        (
+            '  File "/opt/venv/lib/python3.10/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 62, in _terminate_process_handler\n'
+            '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)\n',
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 15",
+            "scheduler",
+        ),
+    ],
+)
+def test_an_exception_raised_to_end_the_process_is_not_caught_by_lines_after_it(
+    tmp_path: Path, frame: str, exception: str, category: str
+) -> None:
+    """submitit's UncompletedJobError and torchelastic's SignalException are raised to end the
+    process and every handler of their emitter re-raises them: lines after them (another
+    process's, or pasted from elsewhere) do not make them a caught exception."""
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/job/train.py", line 88, in <module>\n'
+        "    main()\n"
+        f"{frame}{exception}\n"
+        "2021-01-20 22:08 INFO 20945:pipeline - Parsed 1 / 16000 files.\n"
+        "2021-01-20 22:08 INFO 20945:root - Starting download of part 2\n"
+    )
+    assert analyze(write_run(tmp_path, {"train.log": log})).verdict.category.value == category
+    # a program's own exception with the same lines after it was caught
+    own = log.replace(exception, "ValueError: could not parse part 1")
+    assert analyze(write_run(tmp_path / "own", {"train.log": own})).verdict.category.value == "none"
+
+
 def test_terminal_view_splits_redraws_and_glued_messages() -> None:
     raw = b"a\n\x1b[31mERROR\x1b[0m: x\r\n 10%|#  | 1/10\r 20%|## | 2/10\rKilled\n100%|####| Killed\n"
     view, breaks, _ = terminal_view(raw)

@@ -80,7 +80,13 @@ def placed(ev: Event, hit: Hit, file_rank: int | None) -> Event:
         extra["tee_rank"] = p.local_rank
         if p.rank is not None:
             extra["prefix_rank"] = p.rank
-    if ev.kind is EventKind.TRACEBACK and ev.end_line and not _feeder_thread(ev) and _went_on(hit, ev.end_line, file_rank):
+    if (
+        ev.kind is EventKind.TRACEBACK
+        and ev.end_line
+        and not _feeder_thread(ev)
+        and not _ends_process(ev)
+        and _went_on(hit, ev.end_line, file_rank)
+    ):
         extra["caught"] = True  # its process printed on as before: the exception was handled
     at = (ev.loc.line or 0) - hit.line_no
     if 0 < at < len(hit.lines) and "quote" not in ev.fields:
@@ -138,6 +144,21 @@ def _feeder_thread(ev: Event) -> bool:
         return False
     outermost = str(frames[-1])
     return "multiprocessing/queues.py:" in outermost.replace("\\", "/") and outermost.endswith(" _feed")
+
+
+# exceptions that their emitter raises to end the process, and that every handler of its own
+# re-raises: torchelastic's SignalException (agent/server/api.py `run` shuts the workers down and
+# re-raises it, launcher/api.py `launch_agent` re-raises it, torch 1.9 to 2.x) and ChildFailedError
+# (raised by launch_agent when a worker failed), submitit's UncompletedJobError (raised by
+# core/job_environment.py for a signalled job that is not requeued; core/submission.py
+# `process_job` saves it as the job's result and re-raises it, 1.0 to 1.5). Lines after such a
+# traceback are another process's or were pasted from elsewhere: the process did not go on.
+_ENDS_PROCESS = frozenset({"SignalException", "ChildFailedError", "UncompletedJobError"})
+
+
+def _ends_process(ev: Event) -> bool:
+    name = ev.fields.get("exception_type")
+    return isinstance(name, str) and name.rsplit(".", 1)[-1] in _ENDS_PROCESS
 
 
 def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
