@@ -113,6 +113,8 @@ def cut(lines: list[str]) -> tuple[list[str], int, list[Prefix]]:
             else:
                 break
         if stripped == _HEADER:
+            if out and out[-1] == _HEADER:
+                break  # a header that no frame followed: the next traceback begins here
             out.append(_HEADER)
         elif _FRAME.match(msg):
             out.append(msg)

@@ -62,6 +62,37 @@ class Pattern:
     continues: int = 0
 
 
+class _Following:
+    """The decoded lines of one buffer, from the line starts that hits' blocks ask for, each line
+    decoded once however many blocks hold it (a log of many tracebacks has a block per header,
+    and the blocks overlap). The starts asked for never go back: the hits come in file order."""
+
+    __slots__ = ("buf", "index", "next_pos", "texts")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.texts: list[str] = []  # consecutive lines, from the first start asked for
+        self.index: dict[int, int] = {}  # line start -> its place in texts
+        self.next_pos = -1  # where the line after the last one decoded starts
+
+    def take(self, pos: int, n: int) -> list[str]:
+        """Up to n lines from `pos` (fewer where the buffer ends first)."""
+        at = self.index.get(pos)
+        if at is None:  # past what was decoded: begin again there (no earlier start is asked for)
+            self.texts, self.index, self.next_pos = [], {}, pos
+            at = 0
+        buf, texts, index = self.buf, self.texts, self.index
+        p = self.next_pos
+        while len(texts) < at + n and p < len(buf):
+            end = buf.find(b"\n", p)
+            end = len(buf) if end < 0 else end
+            index[p] = len(texts)
+            texts.append(_decode(buf[p:end])[0])
+            p = end + 1
+        self.next_pos = p
+        return texts[at : at + n]
+
+
 @dataclass(slots=True)
 class Hit:
     line_no: int
@@ -594,8 +625,9 @@ class Scanner:
                 line_base += n
                 continue
             buf, cut_starts, breaks, found = self._prepare(chunk)
+            following = _Following(buf)  # the lines after hits, decoded once for every block that holds them
             if pending:
-                pending = self._feed_pending(pending, buf, 0)
+                pending = self._feed_pending(pending, following, 0)
             items: dict[int, tuple[int, str, bool, tuple[str, ...], int]] = {}  # start -> (end, text, cut, owners, block)
             for start in sorted(found):
                 end = buf.find(b"\n", start)
@@ -638,7 +670,7 @@ class Scanner:
                         if part:
                             result.uncapped.append(uncapped)
                         if block:
-                            pending.extend(self._feed_pending([hit], buf, end + 1))
+                            pending.extend(self._feed_pending([hit], following, end + 1))
                     else:
                         result.dropped += 1
                         result.capped_at = result.capped_at or line_no
@@ -654,18 +686,14 @@ class Scanner:
         return result
 
     @staticmethod
-    def _feed_pending(pending: list[Hit], chunk: bytes, pos: int) -> list[Hit]:
-        """Give the following lines of `chunk` (from `pos`) to hits still capturing."""
+    def _feed_pending(pending: list[Hit], chunk: bytes | _Following, pos: int) -> list[Hit]:
+        """Give the following lines of `chunk` (from `pos`, a line start) to hits still capturing."""
+        lines = chunk if isinstance(chunk, _Following) else _Following(chunk)
         still: list[Hit] = []
         for hit in pending:
-            p = pos
-            while hit.want > 0 and p < len(chunk):
-                end = chunk.find(b"\n", p)
-                end = len(chunk) if end < 0 else end
-                text, _ = _decode(chunk[p:end])
-                hit.lines.append(text)
-                hit.want -= 1
-                p = end + 1
+            got = lines.take(pos, hit.want)
+            hit.lines.extend(got)
+            hit.want -= len(got)
             if hit.want > 0:
                 still.append(hit)
         return still

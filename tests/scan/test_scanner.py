@@ -334,3 +334,15 @@ def test_engines_agree_on_every_corpus_file() -> None:
         assert hs == py, f"{path}: only Hyperscan {sorted(hs - py)[:3]}, only Python {sorted(py - hs)[:3]}"
         checked += 1
     assert checked > 800
+
+
+def test_overlapping_blocks_share_each_decoded_line(tmp_path: Path) -> None:
+    """A log of many tracebacks has a block per header and the blocks overlap: each line is
+    decoded once and every block that holds it holds the same string."""
+    lines = ["Traceback (most recent call last):" if i % 2 == 0 else f"step {i}" for i in range(2000)]
+    f = tmp_path / "log"
+    f.write_text("\n".join(lines) + "\n")
+    result = _scanner().scan(iter_chunks(f, None, chunk=1 << 20))
+    hits = {h.line_no: h for h in result.hits}
+    assert len(hits) == 1000 and hits[1].lines == lines[0:4] and hits[1999].lines == lines[1998:2000]
+    assert hits[1].lines[3] is hits[3].lines[1]  # line 4, after both headers
