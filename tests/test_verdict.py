@@ -382,14 +382,25 @@ def test_a_queue_feeder_threads_traceback_is_not_caught_by_the_output_after_it(t
             "torch.distributed.elastic.multiprocessing.api.SignalException: Process 8665 got signal: 15",
             "scheduler",
         ),
+        (  # a sticky CUDA error: no CUDA work goes on in that process after it
+            '  File "/job/train.py", line 96, in train_net\n    F.one_hot(true_masks, net.n_classes).float()\n',
+            "RuntimeError: CUDA error: device-side assert triggered",
+            "user_code",
+        ),
+        (
+            '  File "/job/train.py", line 96, in train_net\n    loss.backward()\n',
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "user_code",
+        ),
     ],
 )
 def test_an_exception_raised_to_end_the_process_is_not_caught_by_lines_after_it(
     tmp_path: Path, frame: str, exception: str, category: str
 ) -> None:
     """submitit's UncompletedJobError and torchelastic's SignalException are raised to end the
-    process and every handler of their emitter re-raises them: lines after them (another
-    process's, or pasted from elsewhere) do not make them a caught exception."""
+    process and every handler of their emitter re-raises them, and after a sticky CUDA error every
+    later CUDA call fails: lines after them (another process's, or pasted from elsewhere) do not
+    make them a caught exception."""
     log = (
         "Traceback (most recent call last):\n"
         '  File "/job/train.py", line 88, in <module>\n'

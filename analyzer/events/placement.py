@@ -156,9 +156,28 @@ def _feeder_thread(ev: Event) -> bool:
 _ENDS_PROCESS = frozenset({"SignalException", "ChildFailedError", "UncompletedJobError"})
 
 
+# CUDA's sticky errors: by the runtime's own words for each (driver_types.h, cudaError 700, 710,
+# 714 to 719, CUDA 10 to 13) they leave the process in an inconsistent state, every later CUDA
+# call returns the same error, and to use CUDA again the process must be relaunched (710: the
+# context cannot be used any more). A process that printed on after one did not go on training.
+# Their cudaGetErrorString texts, cudaError_t names and CUresult names:
+_STICKY_CUDA = re.compile(
+    r"an illegal memory access was encountered|device-side assert triggered|hardware stack error"
+    r"|an illegal instruction was encountered|misaligned address|operation not supported on global/shared address space"
+    r"|invalid program counter|unspecified launch failure"
+    r"|cudaError(?:IllegalAddress|Assert|HardwareStackError|IllegalInstruction|MisalignedAddress|InvalidAddressSpace|InvalidPc|LaunchFailure)\b"
+    r"|CUDA_ERROR_(?:ILLEGAL_ADDRESS|ASSERT|HARDWARE_STACK_ERROR|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|LAUNCH_FAILED)\b"
+)
+
+
 def _ends_process(ev: Event) -> bool:
+    """The traceback's exception is one the process cannot go on after: raised to end it, or a
+    sticky CUDA error."""
     name = ev.fields.get("exception_type")
-    return isinstance(name, str) and name.rsplit(".", 1)[-1] in _ENDS_PROCESS
+    if isinstance(name, str) and name.rsplit(".", 1)[-1] in _ENDS_PROCESS:
+        return True
+    message = ev.fields.get("exception_message")
+    return isinstance(message, str) and _STICKY_CUDA.search(message[:2000]) is not None
 
 
 def _went_on(hit: Hit, end_line: int, file_rank: int | None) -> bool:
