@@ -90,12 +90,10 @@ KNOWN_CATEGORY_MISSES = {
     "real/real-nl-705": "oom_cascade",
     # the thirteenth round (real-nm-*), after the changes made once it was scored: logs with no
     # failure line (a torchrun banner or launcher warning before a silent hang, start-up INFO
-    # lines, vLLM's NCCL version line), an import failure of the program's own package that hid a
-    # binary mismatch, a 'cannot import name' whose package path was not posted, a missing weight
+    # lines, vLLM's NCCL version line), a 'cannot import name' whose package path was not posted, a missing weight
     # file that a download bug caused, and peers that went away because a node was removed from
     # outside (read as the network errors they print; at 0.34 the classifier's choice between
     # network and no named cause flips with retraining)
-    "real/real-nm-301": "user_code",
     "real/real-nm-403": "storage",
     "real/real-nm-504": "user_code",
     # round 14 (real-no-*), in-sample misses: ten are undecidable (posted lines that stop before
@@ -159,6 +157,13 @@ KNOWN_CATEGORY_MISSES = {
     # node-1 ... Page not present") from a card that overheated, read as an illegal memory access
     # in the program (undecidable: the line cannot tell heat from a kernel bug)
     "real/real-nw-601": "user_code",
+    # round 23 (real-nx-*), after its changes: three undecidable look-alikes whose only line names
+    # another cause than the thread found: a CUDA index assert that turning PCIe ACS off cured
+    # (p2p), pycuda's "peer access is not supported" from a call in the wrong context (user_code),
+    # and nvidia-smi's "GPU is lost" that a smaller vocabulary made go away (user_code)
+    "real/real-nx-110": "user_code",
+    "real/real-nx-210": "p2p",
+    "real/real-nx-610": "hardware_xid",
 }
 KNOWN_RANK_MISSES = {
     "lab/lab-hang-003": 1,
@@ -186,6 +191,9 @@ KNOWN_RANK_MISSES = {
     # message: no prefix or launcher line names the rank
     "real/real-nt-408": None,
     "real/real-nw-503": None,  # the same, with "[Rank 3]"
+    # the poster blanked the host of NCCL's `host:pid:tid` prefix (`::16674:17023 [0] NCCL ...`):
+    # without it the lines are not read as NCCL's, so the comm line's rank 0 is not joined
+    "real/real-nx-170": None,
 }
 
 
