@@ -40,7 +40,7 @@ from analyzer.signatures.cues import scan_patterns as cue_patterns
 from analyzer.signatures.loader import Signature, database, line_patterns
 from analyzer.signatures.matcher import find
 from analyzer.signatures.xid import xid_findings
-from analyzer.sources.discover import SourceFile, discover
+from analyzer.sources.discover import discover
 
 __all__ = ["Analysis", "Options", "analyze", "collect", "first_rank", "fingerprint", "normalize_text"]
 
@@ -90,7 +90,11 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         limits=opts.limits,
         workers=opts.workers,
     )
-    normalized, rank_notes = normalize(ingested.events, {s.file: s.host for s in ingested.sources}, last_written(sources))
+    normalized, rank_notes = normalize(
+        ingested.events,
+        {s.file: s.host for s in ingested.sources},
+        max((s.mtime for s in sources if s.mtime is not None), default=None),
+    )
     job = correlate(mark_init_incomplete(mark_error_chains(mark_logged(normalized))))
     findings = sorted(find(sigs, job.events) + xid_findings(job.events), key=finding_key)
     findings = last_words(demote_caught(findings), {s.id for s in sigs if s.last_words}, ingested.sources)
@@ -115,17 +119,6 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         frozenset(candidates(findings, standalone, {s.id for s in sigs if s.supports}, evidence)),
         cue_lead(evidence, findings),
     )
-
-
-def last_written(sources: list[SourceFile]) -> float | None:
-    """When the run dir's files were last written (the newest mtime), None where none can be read."""
-    times = []
-    for s in sources:
-        try:
-            times.append(s.path.stat().st_mtime)
-        except OSError:
-            continue
-    return max(times) if times else None
 
 
 _SHIPPED = object()

@@ -33,23 +33,22 @@ def normalize(
     for e in events:
         if e.time is None and e.time_text:
             t, approx = parse_time(e.time_text, year)
-            if approx and t is not None and year is None and written is not None:
-                e = _year_from_files(e, written)
-            else:
-                e = replace(e, time=t, time_approx=approx)
+            dated = _year_from_files(e, written) if approx and t is not None and written is not None else None
+            e = dated or replace(e, time=t, time_approx=approx)
         out.append(e)
     out, warnings = globalize(out, source_hosts)
     return date_events(join_identities(anchor_uptime(out))), warnings
 
 
-def _year_from_files(e: Event, written: float) -> Event:
+def _year_from_files(e: Event, written: float) -> Event | None:
+    """The event dated in the year its files were last written (or the year before), None where
+    neither gives a valid date (29 February)."""
     end = datetime.fromtimestamp(written, UTC).year
     for y in (end, end - 1):
         t, _ = parse_time(e.time_text, y)
         if t is not None and t <= written + 86400:  # a day of slack for clocks and time zones
             return replace(e, time=t, time_approx=True, fields={**e.fields, "time_from": YEAR_FROM_FILES})
-    t, approx = parse_time(e.time_text, None)
-    return replace(e, time=t, time_approx=approx)
+    return None
 
 
 def anchor_uptime(events: list[Event]) -> list[Event]:

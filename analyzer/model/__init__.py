@@ -241,6 +241,10 @@ class SourceInfo:
     host: str | None = None
 
 
+# what an approximate time is, where no stage said where it came from (Event.fields["time_from"])
+TIME_PLACED = "placed by the lines around it"
+
+
 @dataclass(frozen=True, slots=True)
 class FirstFailure:
     rank: int | None = None
@@ -252,7 +256,7 @@ class FirstFailure:
     pci_bus_id: str | None = None  # the GPU a hardware fault hit (domain:bus:device)
     gpu_index: int | None = None  # that GPU's index on its node, when an NCCL init line names the bus id
     rank_note: str | None = None  # where the rank comes from when no line names it (a one-process job)
-    time_note: str | None = None  # where an approximate time comes from
+    time_note: str | None = None  # where an approximate time comes from (TIME_PLACED where no stage said)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from analyzer.correlate.blame import blamed_rank, stalled_rank
 from analyzer.correlate.gpu import gpu_of
 from analyzer.correlate.order import cascade, finding_key, sort_key, timeline
 from analyzer.model import (
+    TIME_PLACED,
     Alternative,
     Category,
     Event,
@@ -186,7 +187,7 @@ def time_note(e: Event) -> str | None:
     if not e.time_approx or e.time is None:
         return None
     source = e.fields.get("time_from")
-    return source if isinstance(source, str) else "placed by the lines around it"
+    return source if isinstance(source, str) else TIME_PLACED
 
 
 def _remediation(roots: list[Finding]) -> tuple[str, ...]:

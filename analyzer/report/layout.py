@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analyzer.events.clock import format_time
-from analyzer.model import Alternative, EvidenceItem, Report, Role, TimelineEntry
+from analyzer.model import TIME_PLACED, Alternative, EvidenceItem, Report, Role, TimelineEntry
 
 EARLIER_THAN = 300.0  # seconds before the first failure where the job's failure window starts
 
@@ -102,7 +102,7 @@ class FirstWhen:
     @property
     def approx_note(self) -> str:
         """' (where the time comes from)' for an approximate time, else ''."""
-        return f" ({self.note or 'placed by the lines around it'})" if self.approx else ""
+        return f" ({self.note or TIME_PLACED})" if self.approx else ""
 
     @property
     def stamp(self) -> str:

@@ -680,15 +680,14 @@ class Scanner:
         result.lines = line_base
         if pending and not result.capped_at:  # blocks that go on into the next part
             for chunk in tail:
-                pending = self._feed_pending(pending, self._prepare(chunk)[0], 0)
+                pending = self._feed_pending(pending, _Following(self._prepare(chunk)[0]), 0)
                 if not pending:
                     break
         return result
 
     @staticmethod
-    def _feed_pending(pending: list[Hit], chunk: bytes | _Following, pos: int) -> list[Hit]:
-        """Give the following lines of `chunk` (from `pos`, a line start) to hits still capturing."""
-        lines = chunk if isinstance(chunk, _Following) else _Following(chunk)
+    def _feed_pending(pending: list[Hit], lines: _Following, pos: int) -> list[Hit]:
+        """Give the following lines of a buffer (from `pos`, a line start) to hits still capturing."""
         still: list[Hit] = []
         for hit in pending:
             got = lines.take(pos, hit.want)

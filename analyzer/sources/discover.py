@@ -51,6 +51,7 @@ class SourceFile:
     file_id: FileId | None = None  # (device, inode) when listed: the file opened later must be this one
     via_symlink: bool = False  # listed through a symlink (inside the run dir): opened following it
     member: tuple[str, str | None, str] | None = None  # (archive kind, its compression, name) of an archive member
+    mtime: float | None = None  # when a file that is read (an archive member: its archive) was last written
 
 
 class RunDirError(Exception):
@@ -210,7 +211,21 @@ def _expand(src: SourceFile) -> list[SourceFile]:
             status, mnote = SourceStatus.SKIPPED, "binary or unrecognised content"
         elif m.size == 0:
             status, mnote = SourceStatus.SKIPPED, "empty file"
-        out.append(SourceFile(src.path, rel, mkind, m.size, inner, rank, host, status, mnote, member=(kind, compression, m.name)))
+        out.append(
+            SourceFile(
+                src.path,
+                rel,
+                mkind,
+                m.size,
+                inner,
+                rank,
+                host,
+                status,
+                mnote,
+                member=(kind, compression, m.name),
+                mtime=src.mtime,
+            )
+        )
     if note:
         out.append(
             SourceFile(src.path, src.rel or src.path.name, SourceKind.OTHER, src.size, None, None, None, SourceStatus.ERROR, note)
@@ -268,14 +283,14 @@ def _describe(path: Path, root: Path, follow_symlinks: bool) -> SourceFile:
     if packed:
         rank, host = rank_host_from_path(rel)
         member = (packed, compression, "")  # the archive itself: expanded into its members
-        return SourceFile(path, rel, SourceKind.OTHER, st.st_size, compression, rank, host, member=member)
+        return SourceFile(path, rel, SourceKind.OTHER, st.st_size, compression, rank, host, member=member, mtime=st.st_mtime)
     kind = SourceKind.FLIGHT_RECORDER if not compression and looks_like_dump(head, rel) else sniff(head, path.name)
     rank, host = rank_host_from_path(rel)
     note = ""
     status = SourceStatus.PENDING
     if kind is SourceKind.OTHER:
         status, note = SourceStatus.SKIPPED, "binary or unrecognised content"
-    return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note, file_id, link)
+    return SourceFile(path, rel, kind, st.st_size, compression, rank, host, status, note, file_id, link, mtime=st.st_mtime)
 
 
 def _is_core(head: bytes) -> bool:
