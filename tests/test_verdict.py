@@ -390,7 +390,7 @@ def test_a_queue_feeder_threads_traceback_is_not_caught_by_the_output_after_it(t
         (
             '  File "/job/train.py", line 96, in train_net\n    loss.backward()\n',
             "RuntimeError: CUDA error: an illegal memory access was encountered",
-            "user_code",
+            "unknown",  # a failure, whose message alone names no cause (test_a_kernel_fault_alone_...)
         ),
     ],
 )
@@ -850,3 +850,84 @@ def test_an_nccl_warn_or_cuda_error_in_unknown_words_is_a_failure(tmp_path: Path
 def test_an_nccl_warn_or_cuda_error_it_goes_on_after_is_no_failure(tmp_path: Path, line: str) -> None:
     report = analyze(write_run(tmp_path, {"console.log": f"epoch 0 step 10 loss 2.0975\n{line}\nepoch 0 step 20 loss 2.0911\n"}))
     assert report.verdict.category.value == "none"
+
+
+_KERNEL_FAULT = (
+    "Traceback (most recent call last):\n"
+    '  File "/job/train.py", line 88, in <module>\n'
+    "    loss.backward()\n"
+    "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "guess"),
+    [
+        ("RuntimeError: CUDA error: an illegal memory access was encountered", "user_code"),
+        ("RuntimeError: CUDA error: misaligned address", "user_code"),
+        (
+            "RuntimeError: cuda runtime error (4) : unspecified launch failure at /pytorch/aten/src/THC/THCTensorCopy.cu:85",
+            "hardware_xid",
+        ),
+        (
+            "Memory access fault by GPU node-2 (Agent handle: 0x55d1c9b0a1f0) on address 0x7f3a1c000000. Reason: Page not present or supervisor privilege.",
+            "user_code",
+        ),
+    ],
+)
+def test_a_kernel_fault_alone_names_no_cause(tmp_path: Path, line: str, guess: str) -> None:
+    """CUDA's kernel exceptions (an illegal address, a misaligned address, an unspecified launch
+    failure) and ROCm's GPU memory access fault say what happened, not why: a kernel's bug, an
+    extension built for other versions, a failing GPU and broken peer access all give them. Alone
+    they are `unknown`, their signature's category among the candidates, and the report says what
+    would tell the causes apart."""
+    log = f'Traceback (most recent call last):\n  File "/job/train.py", line 88, in <module>\n    loss.backward()\n{line}\n'
+    report = analyze(write_run(tmp_path, {"train.log": log}))
+    assert report.verdict.category.value == "unknown"
+    assert guess in [a.category.value for a in report.alternatives]
+    assert any("CUDA_LAUNCH_BLOCKING=1" in m and "Xid" in m for m in report.missing_evidence)
+    assert report.evidence[0].line == 4  # the fault's own line is still the decisive one
+    assert report.verdict.first_failure.line == 4
+    from analyzer.report import render
+
+    for fmt in ("text", "markdown", "html"):
+        assert "Candidates" in render(report, fmt, width=100), fmt
+
+
+@pytest.mark.parametrize(
+    ("dmesg", "category"),
+    [
+        # the process's own Xid 13 (a graphics engine exception): the program's fault
+        ("[ 9100.123456] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, Graphics Exception: ESR 0x404490=0x80000002\n", "user_code"),
+        # the GPU fell off the bus: the hardware's
+        ("[ 9100.123456] NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, GPU has fallen off the bus.\n", "hardware_xid"),
+    ],
+)
+def test_a_kernel_fault_with_an_xid_is_named(tmp_path: Path, dmesg: str, category: str) -> None:
+    """The kernel log's Xid tells the causes of a kernel fault apart: with it the verdict names one."""
+    report = analyze(write_run(tmp_path, {"train.log": _KERNEL_FAULT, "dmesg.log": dmesg}))
+    assert report.verdict.category.value == category
+
+
+def test_a_kernel_fault_with_a_device_assert_is_the_program(tmp_path: Path) -> None:
+    """A device-side assert before the illegal address names the program's own check."""
+    log = "/job/loss.cu:42: block: [0,0,0], thread: [3,0,0] Assertion `t >= 0 && t < n_classes` failed.\n" + _KERNEL_FAULT
+    assert analyze(write_run(tmp_path, {"train.log": log})).verdict.category.value == "user_code"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # NCCLUtils.hpp: a header's path once cut the path at `.h` and left the line unread
+        "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, unhandled system error, NCCL version 2.14.3",
+        # the version's words reworded where the log was copied
+        "NCCL error in: /opt/conda/conda-bld/pytorch_1603729096996/work/torch/lib/c10d/ProcessGroupNCCL.cpp:784, unhandled system error, NCCL n 2.7.8",
+    ],
+)
+def test_an_nccl_error_line_is_read_whatever_follows_it(tmp_path: Path, line: str) -> None:
+    """PyTorch's `NCCL error in: <file>:<line>, <error>, ...` is NCCL's error code returned to its
+    caller, whatever path or tail the line has: a failure, whose generic code names no cause."""
+    report = analyze(write_run(tmp_path, {"train.log": line + "\n"}))
+    assert report.verdict.category.value == "unknown"
+    assert report.verdict.first_failure.line == 1
+    assert any("NCCL_DEBUG=INFO" in m and "unhandled system error" in m for m in report.missing_evidence)

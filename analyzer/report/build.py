@@ -60,7 +60,10 @@ def build_report(
 
     root = decision.root
     shown: list[Event] = []  # the lines that show a failure no signature names (no root cause)
-    if root is not None and decision.category not in (Category.UNKNOWN, Category.NONE):
+    if root is not None and decision.category is not Category.NONE:
+        # an `unknown` with a root (an error that names no cause, a guess below the threshold):
+        # the root's line is still where the failure showed first, and its remediation says how
+        # to tell the causes apart
         rank, host = first_rank(decision, single_process, events, findings)
         pci, gpu_index = gpu_of([root.event, *(f.event for f in decision.root_findings)], events)
         named, _ = first_rank(decision, False, events, findings)
@@ -79,7 +82,11 @@ def build_report(
         )
         remediation = _remediation(decision.root_findings)
         chain = cascade(root, findings, decision.category.value)
-        title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
+        if decision.category is Category.UNKNOWN:
+            chain = []
+            title = f"Root cause unknown: {root.title}"
+        else:
+            title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
         explanation = _explain(root, decision.root_findings, chain, decision.notes)
     else:
         first = FirstFailure()

@@ -217,7 +217,7 @@ def render_html(report: Report) -> str:
     if card:
         out.append(f"<p>{_h(card)}</p>")
     if layout.alternatives(report):
-        label = "Close call with" if layout.is_close_call(report) else "Less likely"
+        label = layout.alternatives_label(report)
         out.append(
             f'<p class="alts">{label}: '
             + ", ".join(f"{escape(a.category.value)} ({a.confidence:.2f})" for a in layout.alternatives(report))

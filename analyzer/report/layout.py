@@ -301,6 +301,14 @@ def alternatives(report: Report) -> list[Alternative]:
     return [a for a in report.alternatives if a.confidence >= 0.01]
 
 
+def alternatives_label(report: Report) -> str:
+    """What the alternatives are to the reader: an `unknown` verdict's candidates (the causes its
+    evidence leaves open, best guess first), a close call, or the less likely causes."""
+    if report.verdict.category.value == "unknown":
+        return "Candidates"
+    return "Close call with" if is_close_call(report) else "Less likely"
+
+
 def is_close_call(report: Report, margin: float = 0.15) -> bool:
     """The best alternative is within `margin` of the verdict (and both are real candidates)."""
     if not report.alternatives:

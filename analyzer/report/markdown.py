@@ -49,7 +49,7 @@ def render_markdown(report: Report) -> str:
     if v.category.value == "none":  # a job with no failure has no first failure to place
         rows = [r for r in rows if r[0] not in ("First failure", "When", "Where")]
     if layout.alternatives(report):
-        label = "Close call with" if layout.is_close_call(report) else "Less likely"
+        label = layout.alternatives_label(report)
         rows.append((label, ", ".join(f"{a.category.value} ({a.confidence:.2f})" for a in layout.alternatives(report))))
     out.append("| | |")
     out.append("|---|---|")

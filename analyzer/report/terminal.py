@@ -122,7 +122,7 @@ def _head(report: Report, inner: int, verbose: bool) -> Group:
     if layout.alternatives(report):
         alts = ", ".join(f"{a.category.value} {a.confidence:.2f}" for a in layout.alternatives(report))
         close = layout.is_close_call(report)
-        parts.append(_hang("Close call with: " if close else "Less likely: ", alts, "bold yellow" if close else "dim"))
+        parts.append(_hang(f"{layout.alternatives_label(report)}: ", alts, "bold yellow" if close else "dim"))
     return Group(*parts)
 
 

@@ -101,6 +101,13 @@ class Signature:
         return bool(self.extra.get("supports"))
 
     @property
+    def ambiguous(self) -> bool:
+        """A failure whose message, by its emitter's own definition, has causes in several
+        categories (a CUDA kernel exception that names none): a verdict resting on it alone is
+        `unknown`, with its category as the first alternative (classify/combine.py)."""
+        return bool(self.extra.get("ambiguous"))
+
+    @property
     def last_words(self) -> bool:
         """A waiting or retrying message that counts only among the last lines of its file."""
         return bool(self.extra.get("last_words"))
