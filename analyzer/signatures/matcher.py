@@ -268,11 +268,15 @@ class _Prefilter:
         return found
 
 
-_PREFILTERS: dict[tuple[str, ...], _Prefilter] = {}
+_PREFILTERS: dict[tuple[int, ...], _Prefilter] = {}
 
 
 def _prefilter(sigs: list[Signature]) -> _Prefilter:
-    key = tuple(s.id for s in sigs)
+    # keyed by the signatures themselves, not their ids: two databases with the same ids (the
+    # shipped one and an edited copy loaded with `--dir`) must not share a prefilter, which
+    # evaluates its own Signature objects; the cached prefilter holds every one of them, so no
+    # other object can take their id() while it is cached
+    key = tuple(id(s) for s in sigs)
     if key not in _PREFILTERS:
         _PREFILTERS.clear()
         _PREFILTERS[key] = _Prefilter(sigs)
