@@ -71,7 +71,6 @@ class Analysis:
     finished: bool = False  # a launcher said the job finished well
     supported: frozenset[Category] = frozenset()  # the categories evidence supports
     lead: CueLead | None = None  # the cause the words of the failure lines no finding names point to
-    ambiguous: frozenset[str] = frozenset()  # signatures whose message alone names no category
 
     def features(self) -> tuple[dict[str, float], Counter[str]]:
         return case_features(
@@ -119,7 +118,6 @@ def collect(run_dir: Path, options: Options | None = None, signatures: list[Sign
         finished(job.events),
         frozenset(candidates(findings, standalone, {s.id for s in sigs if s.supports}, evidence)),
         cue_lead(evidence, findings),
-        frozenset(s.id for s in sigs if s.ambiguous),
     )
 
 
@@ -137,9 +135,7 @@ def analyze(
     chosen = shipped_model() if model is _SHIPPED else model
     assert chosen is None or isinstance(chosen, Model)
     structured, tokens = a.features()
-    decision = combine(
-        a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported), a.lead, a.ambiguous
-    )
+    decision = combine(a.rule, a.findings, chosen, structured, tokens, a.failed, a.finished, set(a.supported), a.lead)
     if opts.redact:  # the redaction stage: before anything is cut or rendered
         a, decision = redact_stage(a, decision)
     report = build_report(a.run_dir, a.sources, a.events, a.findings, a.warnings, decision, a.single_process, opts.max_evidence)

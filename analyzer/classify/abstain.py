@@ -155,16 +155,22 @@ def is_failure_event(e: Event, named: bool = False) -> bool:
         # a line no signature names that still says a failure happened: the verdict is at least
         # `unknown` (a mere "error" or "failed" is too common in healthy chatter to count), or
         # whose words report one by themselves ("No space left on device": classify/cues.py)
-        return bool(_SAYS_FAILURE.search(e.message)) or reports_failure(e.message, e.text) or cuda_error_report(e.message, e.text)
+        return _words_say_failure(e)
     if e.kind is EventKind.NCCL and e.fields.get("unparsed") and not (named or e.fields.get("nccl_level")):
         # a caller's line about NCCL that the grammar could not read (cut or reworded where the
         # log was copied: `NCCL error in: ..., unhandled system error, NCCL n 2.7.8`) is judged by
         # its words, as any line no signature names; NCCL's own records by their level, below
-        return bool(_SAYS_FAILURE.search(e.message)) or reports_failure(e.message, e.text) or cuda_error_report(e.message, e.text)
+        return _words_say_failure(e)
     if e.kind is EventKind.NCCL and e.fields.get("nccl_level") == "WARN" and not named:
         # NCCL's error level, in words that report a failure
         return reports_failure(e.message, e.text) or nccl_warn_failed(e.message)
     return False
+
+
+def _words_say_failure(e: Event) -> bool:
+    """A line whose words say by themselves that something failed (as it dies, a failure cue, a
+    CUDA call's error report)."""
+    return bool(_SAYS_FAILURE.search(e.message)) or reports_failure(e.message, e.text) or cuda_error_report(e.message, e.text)
 
 
 def failure_evidence(events: list[Event], findings: list[Finding]) -> list[Event]:

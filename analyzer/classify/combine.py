@@ -41,17 +41,17 @@ CUE_CAP = 0.85
 # generic one (confidence below cues.WEAK_FINDING: a Python exception, a bare signal) on the cue's
 # line or after it: the failure's own words, or an earlier failure's, name the cause
 CUE_OVER_WEAK = 0.8
-# `none` is the abstention's call, not the model's, so it has no calibration table: these are its
-# measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
-# a failed job whose logs kept no failure line is what makes it wrong, 38 of 74 `none` verdicts
-# without a launcher's word over 869 cases, none of the 4 with it; it was 16 of 52 over 713, before
-# the blind rounds 14 and 15 brought more excerpts of failed jobs that stop before their failure)
 # a verdict that rests only on an `ambiguous` signature (a CUDA kernel exception that names no
 # cause) is `unknown`, its category kept as the best guess at no more than AMBIGUOUS_CAP: on the
 # labeled corpora the lone illegal-address, misaligned/illegal-instruction and unspecified-launch
 # verdicts named the thread's cause 13 times in 17, and 15 of those 17 cases are labeled
 # undecidable from their logs
 AMBIGUOUS_CAP = 0.6
+# `none` is the abstention's call, not the model's, so it has no calibration table: these are its
+# measured accuracies on the labeled corpora, held-out rounds included (`postmortem eval corpora/`:
+# a failed job whose logs kept no failure line is what makes it wrong, 38 of 74 `none` verdicts
+# without a launcher's word over 869 cases, none of the 4 with it; it was 16 of 52 over 713, before
+# the blind rounds 14 and 15 brought more excerpts of failed jobs that stop before their failure)
 NONE_FINISHED = 0.97  # no failure evidence, and the launcher said the job finished well
 NONE_SILENT = 0.49  # no failure evidence, and no word on how the job ended
 
@@ -74,14 +74,11 @@ def combine(
     finished: bool = False,
     supported: set[Category] | None = None,
     cue: CueLead | None = None,
-    ambiguous: frozenset[str] = frozenset(),
 ) -> Decision:
     """The final decision. `failed`: the run dir holds failure evidence (abstain.failure_evidence);
     `finished`: a launcher said the job finished well; `supported`: the categories evidence
     supports (abstain.candidates), the only ones the model may choose; `cue`: the cue of the
-    failure lines that no finding names (classify/cues.py), for when nothing else supports a cause;
-    `ambiguous`: the ids of signatures whose message has causes in several categories, which
-    alone name no category (`_ambiguous_alone`)."""
+    failure lines that no finding names (classify/cues.py), for when nothing else supports a cause."""
     if not failed:
         return no_failure(finished)
     notes = list(rule.notes)
@@ -98,7 +95,7 @@ def combine(
         confidence = model.calibrate("rules", rule.confidence)
         others = [_alt(c, p) for c, p in ranked if c != category.value][:3]
         decided = replace(rule, confidence=round(confidence, 2), alternatives=_merge(rule.alternatives, others))
-        return _unknown_if_low(_ambiguous_alone(decided, findings, ambiguous, notes), notes)
+        return _unknown_if_low(_ambiguous_alone(decided, findings, notes), notes)
     allowed = [(c, p) for c, p in ranked if c in allowed_values]
     if not allowed:
         notes.append("no finding supports any category; the classifier's guesses are only alternatives")
@@ -127,7 +124,7 @@ def combine(
         notes.append(f"only a line before the failure supports {category}: {lead.summary}")
     alternatives = [_alt(c, p) for c, p in ranked[1:4]]
     decided = Decision(category, subcategory, round(confidence, 2), root, own, alternatives, notes, decided_by="model")
-    return _unknown_if_low(_ambiguous_alone(decided, findings, ambiguous, notes), notes)
+    return _unknown_if_low(_ambiguous_alone(decided, findings, notes), notes)
 
 
 def _only_weak_after(cue: CueLead, findings: list[Finding], allowed: set[str]) -> bool:
@@ -171,17 +168,17 @@ def _merge(
     return sorted(out.values(), key=lambda t: (-t[2], t[0].value))[:4]
 
 
-def _ambiguous_alone(decision: Decision, findings: list[Finding], ambiguous: frozenset[str], notes: list[str]) -> Decision:
+def _ambiguous_alone(decision: Decision, findings: list[Finding], notes: list[str]) -> Decision:
     """`unknown` where the decision's category rests only on findings of `ambiguous` signatures
     (and generic ones below WEAK_FINDING, a Python exception carrying the same message): CUDA
     says an illegal address or an unspecified launch failure happened, not why; a bug in a
     kernel, an extension built for other versions, a failing GPU and broken peer access all give
     it. Its category stays the best guess, at no more than AMBIGUOUS_CAP."""
-    if not ambiguous or decision.category in (Category.UNKNOWN, Category.NONE):
+    if decision.category in (Category.UNKNOWN, Category.NONE):
         return decision
     backing = [f for f in findings if f.category is decision.category and f.role is not Role.CONTEXT]
-    lone = [f for f in backing if f.signature in ambiguous]
-    if not lone or any(f.signature not in ambiguous and f.confidence >= WEAK_FINDING for f in backing):
+    lone = [f for f in backing if f.ambiguous]
+    if not lone or any(not f.ambiguous and f.confidence >= WEAK_FINDING for f in backing):
         return decision
     lead = min(lone, key=finding_key)
     notes.append(

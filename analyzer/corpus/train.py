@@ -63,7 +63,6 @@ class Sample:
     finished: bool = False
     supported: frozenset[Category] = frozenset()
     lead: CueLead | None = None  # the cue of the failure lines no finding names (classify/cues.py)
-    ambiguous: frozenset[str] = frozenset()  # signatures whose message alone names no category
 
 
 def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
@@ -100,7 +99,6 @@ def load_samples(root: Path, errors: list[str] | None = None) -> list[Sample]:
                 a.finished,
                 a.supported,
                 a.lead,
-                a.ambiguous,
             )
         )
     return samples
@@ -178,7 +176,7 @@ def folds(samples: list[Sample], k: int) -> list[list[int]]:
 
 
 def _decide(model: Model | None, s: Sample) -> Decision:
-    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished, set(s.supported), s.lead, s.ambiguous)
+    return combine(s.rule, s.findings, model, s.structured, s.tokens, s.failed, s.finished, set(s.supported), s.lead)
 
 
 def out_of_fold(samples: list[Sample], k: int, calibrated: bool) -> list[tuple[Sample, Decision, str, float]]:

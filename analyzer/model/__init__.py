@@ -218,6 +218,7 @@ class Finding:
     event: Event
     remediation: tuple[str, ...] = ()
     scope: Scope = Scope.LINE  # what the finding is about: its line, its rank, its host, the job
+    ambiguous: bool = False  # its signature's message alone names no cause (`ambiguous: true`)
 
 
 class SourceStatus(StrEnum):

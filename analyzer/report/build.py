@@ -81,11 +81,11 @@ def build_report(
             time_note=time_note(root.event),
         )
         remediation = _remediation(decision.root_findings)
-        chain = cascade(root, findings, decision.category.value)
-        if decision.category is Category.UNKNOWN:
+        if decision.category is Category.UNKNOWN:  # no cause named: nothing follows from one
             chain = []
             title = f"Root cause unknown: {root.title}"
         else:
+            chain = cascade(root, findings, decision.category.value)
             title = f"{taxonomy_titles.get(decision.category.value, decision.category.value)}: {root.title}"
         explanation = _explain(root, decision.root_findings, chain, decision.notes)
     else:

@@ -104,7 +104,7 @@ class Signature:
     def ambiguous(self) -> bool:
         """A failure whose message, by its emitter's own definition, has causes in several
         categories (a CUDA kernel exception that names none): a verdict resting on it alone is
-        `unknown`, with its category as the first alternative (classify/combine.py)."""
+        `unknown`, with its category among the candidates (classify/combine.py)."""
         return bool(self.extra.get("ambiguous"))
 
     @property

@@ -319,6 +319,7 @@ def find(signatures: Iterable[Signature], events: Iterable[Event]) -> list[Findi
                     event=event,
                     remediation=sig.remediation,
                     scope=sig.scope,
+                    ambiguous=sig.ambiguous,
                 )
             )
     return findings
